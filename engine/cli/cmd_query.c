@@ -1,0 +1,135 @@
+/* cmd_query.c: `autotune query`: the configuration the runtime library would launch for a
+ * problem, and which source answered (lookup order: core/lookup.h). */
+#include <dirent.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/device.h"
+#include "../core/lookup.h"
+#include "../core/util.h"
+#include "../core/workerproc.h"
+#include "commands.h"
+
+static const char *USAGE =
+    "usage: autotune query --op OP -M m -N n -K k [--device D] [--tag TAG] [--db PATH] [--configs DIR]\n\n"
+    "Prints, as JSON, the config chosen for the problem and the source that answered: the DB's\n"
+    "results for the exact (N, K), the (N, K) file, the default file, or the built-in default.\n\n"
+    "  --device D     sm90, or a product name like NVIDIA_H100_80GB_HBM3 (default: this machine's\n"
+    "                 GPU; without one, the only device the configs directory has files for)\n"
+    "  --db PATH      look in this DB first\n"
+    "  --configs DIR  exported files (default configs, when it exists)\n";
+
+static int parse_dim(const char *name, const char *v, int64_t *out) {
+  if (at_parse_i64(v, out) != 0 || *out < 1)
+    return at_fail(AT_ERR_INPUT, "query: %s expects a positive integer, got '%s'", name, v);
+  return AT_OK;
+}
+
+/* The one device the configs directory has files for, or an error listing them. */
+static int device_from_configs(const char *dir, char *out, size_t n) {
+  DIR *d = dir ? opendir(dir) : NULL;
+  char seen[8][128];
+  int nseen = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    const char *g = strstr(e->d_name, "-GEMM-");
+    if (!g || (size_t)(g - e->d_name) >= sizeof seen[0]) continue;
+    char dev[128];
+    snprintf(dev, sizeof dev, "%.*s", (int)(g - e->d_name), e->d_name);
+    int known = 0;
+    for (int i = 0; i < nseen; i++) known |= strcmp(seen[i], dev) == 0;
+    if (!known && nseen < 8) snprintf(seen[nseen++], sizeof seen[0], "%s", dev);
+  }
+  if (d) closedir(d);
+  if (nseen == 1) {
+    snprintf(out, n, "%s", seen[0]);
+    return AT_OK;
+  }
+  return at_fail(AT_ERR_INPUT, "query: --device is needed: there is no GPU here and %s", nseen ? "the configs have several devices" : "no configs to infer it from");
+}
+
+int cmd_query(int argc, char **argv) {
+  static const struct option LONG[] = {{"op", required_argument, 0, 'o'},     {"device", required_argument, 0, 'D'},
+                                       {"tag", required_argument, 0, 't'},    {"db", required_argument, 0, 'd'},
+                                       {"configs", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *op = NULL, *device = NULL, *tag = NULL, *db_path = NULL, *configs = NULL;
+  int64_t m = 0, n = 0, k = 0;
+  optind = 1;
+  opterr = 0;
+  for (int ch; (ch = getopt_long(argc, argv, ":hM:N:K:", LONG, NULL)) != -1;) {
+    switch (ch) {
+    case 'o': op = optarg; break;
+    case 'D': device = optarg; break;
+    case 't': tag = optarg; break;
+    case 'd': db_path = optarg; break;
+    case 'c': configs = optarg; break;
+    case 'M': AT_TRY(parse_dim("-M", optarg, &m)); break;
+    case 'N': AT_TRY(parse_dim("-N", optarg, &n)); break;
+    case 'K': AT_TRY(parse_dim("-K", optarg, &k)); break;
+    case 'h': fputs(USAGE, stdout); return AT_OK;
+    case ':': return at_fail(AT_ERR_INPUT, "query: option %s needs a value (see --help)", argv[optind - 1]);
+    default: return at_fail(AT_ERR_INPUT, "query: unknown option '%s' (see --help)", argv[optind - 1]);
+    }
+  }
+  if (optind != argc) return at_fail(AT_ERR_INPUT, "query: unexpected argument '%s'", argv[optind]);
+  if (!op) return at_fail(AT_ERR_INPUT, "query: --op is required (see --help)");
+  if (!m || !n || !k) return at_fail(AT_ERR_INPUT, "query: -M, -N and -K are required (see --help)");
+  if (!configs) {
+    DIR *d = opendir("configs");
+    if (d) closedir(d), configs = "configs";
+  }
+
+  char names[2][128] = {"", ""};
+  if (device) {
+    snprintf(names[0], sizeof names[0], "%s", device);
+  } else {
+    at_device_info *devs = NULL;
+    int ndev = 0;
+    char why[256];
+    AT_TRY(at_probe_devices(&devs, &ndev, why, sizeof why));
+    if (ndev) {
+      at_device_export_name(&devs[0], 1, names[0], sizeof names[0]);
+      at_device_export_name(&devs[0], 0, names[1], sizeof names[1]);
+    } else {
+      int rc = device_from_configs(configs, names[0], sizeof names[0]);
+      if (rc) {
+        free(devs);
+        return rc;
+      }
+    }
+    free(devs);
+  }
+
+  at_store *db = NULL;
+  if (db_path && at_store_open_readonly(db_path, &db) != AT_OK)
+    fprintf(stderr, "autotune: warning: DB %s unusable (%s); trying the next source\n", db_path, at_errmsg());
+  at_lookup_req q = {op, tag, {names[0], names[1][0] ? names[1] : NULL}, n, k, db, configs, NULL};
+  at_lookup_result r;
+  int rc = at_lookup(&q, &r);
+  at_store_close(db);
+  AT_TRY(rc);
+  int bucket;
+  const at_config *c = at_config_for_m(&r.set, m, &bucket);
+  if (!c) return at_fail(AT_ERR_RUNTIME, "query: %s has no config for M=%lld", r.path, (long long)m);
+  char *params = at_config_params_json(c), *expr = at_config_name_expr(c);
+  at_buf b = {0};
+  at_buf_printf(&b, "{\"op\": \"%s\", \"M\": %lld, \"N\": %lld, \"K\": %lld, \"device\": ", op, (long long)m, (long long)n,
+                (long long)k);
+  at_buf_json_string(&b, names[0]);
+  at_buf_printf(&b, ",\n \"source\": \"%s\", \"path\": ", AT_SOURCE_NAMES[r.source]);
+  at_buf_json_string(&b, r.path);
+  at_buf_printf(&b, ", \"bucket\": \"%s\",\n \"config\": {\"variant\": ", AT_BUCKET_NAMES[bucket]);
+  at_buf_json_string(&b, c->variant);
+  at_buf_puts(&b, ", \"template\": ");
+  at_buf_json_string(&b, c->template_name);
+  at_buf_printf(&b, ", \"params\": %s},\n \"kernel\": ", params);
+  at_buf_json_string(&b, expr);
+  at_buf_puts(&b, "}\n");
+  fputs(b.data, stdout);
+  at_buf_free(&b);
+  free(params);
+  free(expr);
+  return AT_OK;
+}

@@ -1,0 +1,267 @@
+/* cmd_tune.c: `autotune [tune] [options] SPACE.yaml`: load, enumerate, compile, and (with a GPU)
+ * check and time every candidate on every shape, recording everything in the DB.
+ *
+ * Order matters: everything that can reject the user's input (options, the space, its templates,
+ * the enumeration with its constraint arithmetic) happens before the DB is opened, so bad input
+ * exits 2 and leaves no trace. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/cache.h"
+#include "../core/compile.h"
+#include "../core/device.h"
+#include "../core/enumerate.h"
+#include "../core/space.h"
+#include "../core/store.h"
+#include "../core/tune.h"
+#include "../core/util.h"
+#include "../core/workerproc.h"
+#include "commands.h"
+#include "report.h"
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+static const char *USAGE =
+    "usage: autotune [tune] [options] SPACE.yaml\n\n"
+    "Compiles every candidate of the search space with NVRTC, checks each against the reference on the\n"
+    "GPU, times it, and records every outcome in the DB. Re-running resumes: finished work is kept.\n\n"
+    "options:\n"
+    "  --db PATH            the SQLite DB (default $AUTOTUNE_DB, else tuned/autotune.db)\n"
+    "  --jobs N             compile threads (default: all cores)\n"
+    "  --arch ARCH          compile target, e.g. sm_90a or sm_89 (default: the GPU's, else sm_90a)\n"
+    "  --gpus LIST          GPUs to tune on, e.g. 0,1 (default: all)\n"
+    "  --compile-only       stop after compiling\n"
+    "  --fresh              ignore earlier results in the DB (recompile, re-time)\n"
+    "  --no-baselines       do not time the vendor kernel per shape\n"
+    "  --pch                use NVRTC precompiled headers\n"
+    "  --summary-json FILE  also write the summary as JSON\n"
+    "environment: AUTOTUNE_DB, AUTOTUNE_CACHE (compile cache dir), AUTOTUNE_TEMPLATES, AUTOTUNE_PROGRESS\n";
+
+typedef struct options {
+  const char *db;
+  int jobs;
+  const char *arch;
+  const char *gpus;
+  int compile_only, fresh, pch, no_baselines;
+  const char *summary_json;
+  const char *space;
+} options;
+
+static int parse_int_opt(const char *name, const char *v, int lo, int hi, int *out) {
+  int64_t x;
+  if (at_parse_i64(v, &x) != 0 || x < lo || x > hi)
+    return at_fail(AT_ERR_INPUT, "%s: expects an integer from %d to %d, got '%s'", name, lo, hi, v);
+  *out = (int)x;
+  return AT_OK;
+}
+
+static int parse_options(int argc, char **argv, options *o) {
+  static const struct option LONG[] = {
+      {"db", required_argument, 0, 'd'},      {"jobs", required_argument, 0, 'j'},
+      {"arch", required_argument, 0, 'a'},    {"gpus", required_argument, 0, 'g'},
+      {"compile-only", no_argument, 0, 'c'},  {"fresh", no_argument, 0, 'f'},
+      {"pch", no_argument, 0, 'p'},           {"no-baselines", no_argument, 0, 'B'},
+      {"summary-json", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  memset(o, 0, sizeof *o);
+  const char *env_db = getenv("AUTOTUNE_DB");
+  o->db = env_db && *env_db ? env_db : "tuned/autotune.db";
+  o->jobs = at_cpu_count();
+  optind = 1;
+  opterr = 0;
+  int ch;
+  while ((ch = getopt_long(argc, argv, ":hj:", LONG, NULL)) != -1) {
+    switch (ch) {
+    case 'd': o->db = optarg; break;
+    case 'j': AT_TRY(parse_int_opt("--jobs", optarg, 1, 1024, &o->jobs)); break;
+    case 'a': o->arch = optarg; break;
+    case 'g': o->gpus = optarg; break;
+    case 'c': o->compile_only = 1; break;
+    case 'f': o->fresh = 1; break;
+    case 'p': o->pch = 1; break;
+    case 'B': o->no_baselines = 1; break;
+    case 's': o->summary_json = optarg; break;
+    case 'h': fputs(USAGE, stdout); return -1;
+    case ':': return at_fail(AT_ERR_INPUT, "tune: option %s needs a value (see --help)", argv[optind - 1]);
+    default: return at_fail(AT_ERR_INPUT, "tune: unknown option '%s' (see --help)", argv[optind - 1]);
+    }
+  }
+  if (optind != argc - 1)
+    return at_fail(AT_ERR_INPUT, optind >= argc ? "tune: missing SPACE.yaml (see --help)"
+                                                : "tune: expected one SPACE.yaml, got more arguments (see --help)");
+  o->space = argv[optind];
+  if (o->arch) {
+    at_limits l;
+    AT_TRY(at_limits_for_arch(o->arch, &l));
+  }
+  return AT_OK;
+}
+
+/* --gpus "0,2" -> those devices; all when NULL. */
+static int select_gpus(const char *list, const at_device_info *all, int nall, at_device_info **out, int *n) {
+  *out = at_xcalloc((size_t)(nall ? nall : 1), sizeof **out);
+  *n = 0;
+  if (!list) {
+    memcpy(*out, all, sizeof *all * (size_t)nall);
+    *n = nall;
+    return AT_OK;
+  }
+  char *copy = at_xstrdup(list), *save = NULL;
+  for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int64_t g;
+    if (at_parse_i64(tok, &g) != 0 || g < 0 || g >= nall) {
+      free(copy);
+      return at_fail(AT_ERR_INPUT, "--gpus: '%s' is not a GPU index (the driver sees %d GPU%s)", tok, nall,
+                     nall == 1 ? "" : "s");
+    }
+    for (int i = 0; i < *n; i++)
+      if ((*out)[i].index == g) {
+        free(copy);
+        return at_fail(AT_ERR_INPUT, "--gpus: GPU %lld is listed twice", (long long)g);
+      }
+    (*out)[(*n)++] = all[g];
+  }
+  free(copy);
+  if (*n == 0) return at_fail(AT_ERR_INPUT, "--gpus: empty list");
+  for (int i = 1; i < *n; i++)
+    if ((*out)[i].cc != (*out)[0].cc || strcmp((*out)[i].name, (*out)[0].name) != 0)
+      return at_fail(AT_ERR_INPUT, "--gpus: GPUs %d and %d are different models; tune each model in its own run",
+                     (*out)[0].index, (*out)[i].index);
+  return AT_OK;
+}
+
+static char *command_line(int argc, char **argv) {
+  at_buf b = {0};
+  for (int i = 0; i < argc; i++) at_buf_printf(&b, "%s%s", i ? " " : "", argv[i]);
+  return at_buf_steal(&b);
+}
+
+int cmd_tune(int argc, char **argv) {
+  options o;
+  int rc = parse_options(argc, argv, &o);
+  if (rc == -1) return AT_OK; /* --help */
+  AT_TRY(rc);
+  double t0 = at_now_s();
+
+  at_space *space = NULL;
+  at_enum *cands = NULL;
+  at_device_info *all = NULL, *gpus = NULL;
+  int nall = 0, ngpus = 0;
+  at_jit_source **sources = NULL;
+  int64_t *variant_ids = NULL;
+  at_store *db = NULL;
+  at_compiled *compiled = NULL;
+  at_compile_stats cstats = {0};
+  at_tune_stats tstats = {0};
+  char *cache_dir = at_cache_dir(), *cmdline = command_line(argc, argv);
+  char why[512] = "";
+  int64_t run_id = 0;
+  int have_tune = 0;
+
+  if ((rc = at_space_load(o.space, &space))) goto out;
+
+  /* The GPUs, through a probe worker (the parent itself never touches CUDA). */
+  if (!(o.compile_only && o.arch)) {
+    if ((rc = at_probe_devices(&all, &nall, why, sizeof why))) goto out;
+    if (nall && (rc = select_gpus(o.gpus, all, nall, &gpus, &ngpus))) goto out;
+    if (!nall && o.gpus) {
+      rc = at_fail(AT_ERR_INPUT, "--gpus: no GPU is available (%s)", why);
+      goto out;
+    }
+  }
+  at_limits limits;
+  char arch[16];
+  if (ngpus) {
+    at_device_limits(&gpus[0], &limits);
+    snprintf(arch, sizeof arch, "%s", limits.arch);
+    if (o.arch && strcmp(o.arch, arch) != 0) {
+      if (!o.compile_only) {
+        rc = at_fail(AT_ERR_INPUT, "--arch %s does not match GPU %d (%s, %s); timing compiles for the GPU's arch", o.arch,
+                     gpus[0].index, gpus[0].name, arch);
+        goto out;
+      }
+      at_limits_for_arch(o.arch, &limits);
+      snprintf(arch, sizeof arch, "%s", o.arch);
+    }
+  } else {
+    snprintf(arch, sizeof arch, "%s", o.arch ? o.arch : "sm_90a");
+    if ((rc = at_limits_for_arch(arch, &limits))) goto out;
+  }
+
+  if ((rc = at_enumerate(space, &limits, &cands))) goto out;
+  if ((rc = at_compile_prepare(space, &sources, &variant_ids))) goto out;
+
+  /* From here on the input is known good: the DB is opened and written. */
+  if ((rc = at_store_open(o.db, &db))) goto out;
+  at_run_info info = {space->path, space->hash, space->op_name, space->tag, arch, at_nvrtc_version(), cmdline};
+  if ((rc = at_store_begin_run(db, &info, &run_id))) goto out;
+  for (size_t v = 0; v < space->nvariants; v++) {
+    const at_variant *var = &space->variants[v];
+    if ((rc = at_store_variant(db, space->op_name, var->name, var->family, var->template_path, var->entry, sources[v]->hash,
+                               &variant_ids[v])))
+      goto out;
+  }
+  {
+    at_prune_row *rows = at_xcalloc(cands->npruned ? cands->npruned : 1, sizeof *rows);
+    for (size_t i = 0; i < cands->npruned; i++)
+      rows[i] = (at_prune_row){variant_ids[cands->pruned[i].variant], cands->pruned[i].rule, cands->pruned[i].per_shape,
+                               cands->pruned[i].count};
+    rc = at_store_put_pruned(db, run_id, rows, (int)cands->npruned);
+    free(rows);
+    if (rc) goto out;
+  }
+
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+
+  at_compile_job cj = {space, cands, &limits, db, run_id, variant_ids, sources,
+                       {arch, o.pch}, cache_dir, o.jobs, o.fresh, &g_stop};
+  if ((rc = at_compile_all(&cj, &compiled, &cstats))) goto out;
+
+  if (!g_stop && !o.compile_only && ngpus) {
+    at_tune_job tj = {space, cands, compiled, sources, {arch, o.pch}, cache_dir, db, run_id, gpus, ngpus,
+                      o.fresh, !o.no_baselines, &g_stop};
+    have_tune = 1;
+    rc = at_tune_gpu(&tj, &tstats);
+  }
+
+out:;
+  int interrupted = g_stop != 0;
+  if (db && run_id) {
+    const char *status = rc ? "failed" : interrupted ? "interrupted" : (o.compile_only || !ngpus) ? "compiled" : "done";
+    int rc2 = at_store_end_run(db, run_id, status);
+    if (!rc) rc = rc2;
+  }
+  if (cands && compiled && (rc == AT_OK || interrupted)) {
+    at_report rep = {space, cands, &cstats, have_tune ? &tstats : NULL, arch, o.db,
+                     ngpus ? NULL : (why[0] ? why : "no GPU found"), o.compile_only, interrupted, at_now_s() - t0};
+    at_report_print(&rep);
+    if (o.summary_json) {
+      int rc2 = at_report_write_json(&rep, o.summary_json);
+      if (!rc) rc = rc2;
+    }
+  }
+  if (interrupted && rc == AT_OK) rc = at_fail(AT_ERR_RUNTIME, "interrupted");
+  at_tune_stats_free(&tstats);
+  at_compile_stats_free(&cstats);
+  free(compiled);
+  at_store_close(db);
+  if (sources)
+    for (size_t v = 0; v < space->nvariants; v++) at_jit_source_free(sources[v]);
+  free(sources);
+  free(variant_ids);
+  at_enum_free(cands);
+  at_space_free(space);
+  free(all);
+  free(gpus);
+  free(cache_dir);
+  free(cmdline);
+  return rc;
+}

@@ -1,0 +1,53 @@
+/* main.c: the command table and the only place that turns a status into an exit code.
+ *
+ *   autotune [options] SPACE.yaml     tune (the default command)
+ *   autotune COMMAND [options] ...    any command of the table below */
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/error.h"
+#include "commands.h"
+
+typedef struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary; /* NULL: internal, not listed */
+} command;
+
+static const command COMMANDS[] = {
+    {"tune", cmd_tune, "tune a search space: compile, check and time every candidate (the default)"},
+    {"devices", cmd_devices, "list the GPUs autotune can see"},
+    {"export", cmd_export, "write the tuned configs as JSON files, bucketed by M"},
+    {"query", cmd_query, "show the config chosen for a problem, and where it came from"},
+    {"worker", cmd_worker, NULL},
+};
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: autotune [options] SPACE.yaml\n"
+          "       autotune COMMAND [options]\n\n"
+          "commands:\n");
+  for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+    if (COMMANDS[i].summary) fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+  fprintf(f, "\n'autotune COMMAND --help' describes a command; 'autotune tune --help' lists the tuning options.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return AT_ERR_INPUT;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return AT_OK;
+  }
+  int rc = -1;
+  for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+    if (strcmp(argv[1], COMMANDS[i].name) == 0) rc = COMMANDS[i].run(argc - 1, argv + 1);
+  if (rc == -1) rc = cmd_tune(argc, argv); /* autotune [options] SPACE.yaml */
+  if (rc != AT_OK) {
+    const char *msg = at_errmsg();
+    if (msg[0]) fprintf(stderr, "autotune: %s\n", msg);
+  }
+  return rc;
+}

@@ -1,0 +1,199 @@
+/* compile.c: see compile.h. NVRTC runs in the pool's threads; the DB, the statistics and the
+ * progress bar belong to the calling thread alone. */
+#include "compile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool.h"
+#include "progress.h"
+#include "util.h"
+
+typedef struct slot {
+  size_t cand;       /* index into the enumeration */
+  at_jit_result res; /* filled by a pool thread */
+  int rc;            /* status of at_jit_compile */
+  char err[512];     /* its message, when rc != AT_OK */
+} slot;
+
+typedef struct pool_ctx {
+  const at_compile_job *job;
+  slot *slots;
+} pool_ctx;
+
+static void compile_one(void *p, size_t i) {
+  pool_ctx *c = p;
+  slot *sl = &c->slots[i];
+  const at_cand *cand = &c->job->cands->c[sl->cand];
+  sl->rc = at_jit_compile(c->job->sources[cand->variant], cand->name_expr, &c->job->opts, c->job->cache_dir, &sl->res);
+  if (sl->rc) snprintf(sl->err, sizeof sl->err, "%s", at_errmsg());
+}
+
+int at_compile_prepare(const at_space *s, at_jit_source ***sources, int64_t **variant_ids) {
+  *sources = at_xcalloc(s->nvariants, sizeof **sources);
+  *variant_ids = at_xcalloc(s->nvariants, sizeof **variant_ids);
+  for (size_t v = 0; v < s->nvariants; v++) {
+    const at_variant *var = &s->variants[v];
+    AT_TRY(at_jit_source_load(var->template_path, at_templates_dir(), &(*sources)[v]));
+  }
+  return AT_OK;
+}
+
+static void note_failure(at_compile_stats *st, const char *log, const char *cand) {
+  char *line = at_jit_first_error(log);
+  /* Distinct failures are told apart by their text after the file:line prefix. */
+  const char *key = strstr(line, "error");
+  key = key ? key : line;
+  for (size_t i = 0; i < st->nfailures; i++) {
+    const char *k = strstr(st->failures[i].first_line, "error");
+    if (strcmp(k ? k : st->failures[i].first_line, key) == 0) {
+      st->failures[i].count++;
+      free(line);
+      return;
+    }
+  }
+  st->failures = at_xrealloc(st->failures, sizeof *st->failures * (st->nfailures + 1));
+  st->failures[st->nfailures++] = (at_failure){line, at_xstrdup(cand), 1};
+}
+
+/* The log kept in the DB: errors in full up to 8 KB; for a success, the resource report. */
+static char *log_excerpt(const char *log) {
+  size_t n = strlen(log);
+  return at_xstrndup(log, n > 8192 ? 8192 : n);
+}
+
+static void mark_usable(const at_compile_job *job, const at_cand *cand, at_compiled *o, at_compile_stats *st) {
+  const at_variant *v = &job->space->variants[cand->variant];
+  at_params d = {v->names + v->slot_derived, cand->table + v->slot_derived, v->nnames - v->slot_derived};
+  int64_t threads = at_params_get(&d, "threads", 0);
+  o->usable = o->ok;
+  if (o->ok && (int64_t)o->regs * threads > job->limits->regs_per_block) {
+    o->usable = 0;
+    st->pruned_registers++;
+  }
+}
+
+static int record(const at_compile_job *job, slot *sl, at_compiled *o, at_compile_stats *st) {
+  const at_cand *cand = &job->cands->c[sl->cand];
+  const at_variant *v = &job->space->variants[cand->variant];
+  at_jit_result *r = &sl->res;
+  if (sl->rc) return at_fail(sl->rc, "compiling %s: %s", cand->name_expr, sl->err);
+  if (r->cache_hit)
+    st->cache_hits++;
+  else
+    st->compiled_now++, st->compile_ms_sum += r->compile_ms;
+  st->cache_repaired += r->cache_damaged;
+  at_params d = {v->names + v->slot_derived, cand->table + v->slot_derived, v->nnames - v->slot_derived};
+  char *log = log_excerpt(r->log);
+  at_cand_row row = {
+      .compile_key = o->key,
+      .variant_id = job->variant_ids[cand->variant],
+      .params = cand->params_json,
+      .name_expr = cand->name_expr,
+      .arch = job->opts.arch,
+      .ok = r->ok,
+      .log = log,
+      .lowered_name = r->lowered_name,
+      .regs = r->regs,
+      .spill_stores = r->spill_stores,
+      .spill_loads = r->spill_loads,
+      .static_smem = r->static_smem,
+      .stack_bytes = r->stack_bytes,
+      .threads = at_params_get(&d, "threads", 0),
+      .smem_bytes = at_params_get(&d, "smem_bytes", 0),
+      .compile_ms = r->compile_ms,
+      .cubin_hash = r->ok ? r->cubin_hash : NULL,
+      .run_id = job->run_id,
+  };
+  int rc = at_store_put_candidate(job->db, &row, &o->cand_id);
+  free(log);
+  if (rc) return rc;
+  o->done = 1;
+  o->ok = r->ok;
+  o->regs = r->regs;
+  o->spill_stores = r->spill_stores;
+  o->spill_loads = r->spill_loads;
+  if (r->ok)
+    st->ok++;
+  else {
+    st->failed++;
+    note_failure(st, r->log, cand->name_expr);
+  }
+  mark_usable(job, cand, o, st);
+  return AT_OK;
+}
+
+int at_compile_all(const at_compile_job *job, at_compiled **out, at_compile_stats *st) {
+  const at_enum *e = job->cands;
+  double t0 = at_now_s();
+  memset(st, 0, sizeof *st);
+  at_compiled *res = at_xcalloc(e->n ? e->n : 1, sizeof *res);
+  *out = res;
+
+  /* What the DB already knows is not compiled again. */
+  slot *slots = at_xcalloc(e->n ? e->n : 1, sizeof *slots);
+  size_t nslots = 0;
+  for (size_t i = 0; i < e->n; i++) {
+    const at_cand *cand = &e->c[i];
+    res[i].cand_id = -1;
+    at_jit_key(job->sources[cand->variant], cand->name_expr, &job->opts, res[i].key);
+    at_cand_row row;
+    int found = 0;
+    if (!job->fresh) AT_TRY(at_store_find_candidate(job->db, res[i].key, &row, &found));
+    if (found) {
+      res[i].cand_id = row.id;
+      res[i].done = 1;
+      res[i].ok = row.ok;
+      res[i].regs = row.regs;
+      res[i].spill_stores = row.spill_stores;
+      res[i].spill_loads = row.spill_loads;
+      st->db_hits++;
+      if (row.ok)
+        st->ok++;
+      else {
+        st->failed++;
+        note_failure(st, row.log ? row.log : "", cand->name_expr);
+      }
+      mark_usable(job, cand, &res[i], st);
+    } else {
+      slots[nslots++].cand = i;
+    }
+  }
+
+  int rc = AT_OK;
+  if (nslots) {
+    pool_ctx pc = {job, slots};
+    at_progress *bar = at_progress_start("compile", (int64_t)nslots);
+    at_pool *pool = at_pool_start(job->jobs, nslots, compile_one, &pc);
+    int64_t finished = 0;
+    ssize_t i;
+    while ((i = at_pool_next_done(pool)) >= 0) {
+      slot *sl = &slots[i];
+      if (rc == AT_OK) rc = record(job, sl, &res[sl->cand], st);
+      at_jit_result_free(&sl->res);
+      finished++;
+      char extra[64];
+      snprintf(extra, sizeof extra, "%lld failed", (long long)st->failed);
+      at_progress_update(bar, finished, extra);
+      if (rc != AT_OK || (job->stop && *job->stop)) at_pool_stop(pool);
+    }
+    at_pool_join(pool);
+    char extra[96];
+    snprintf(extra, sizeof extra, "%lld compiled, %lld from cache, %lld failed", (long long)st->compiled_now,
+             (long long)st->cache_hits, (long long)st->failed);
+    at_progress_finish(bar, extra);
+  }
+  free(slots);
+  st->wall_s = at_now_s() - t0;
+  return rc;
+}
+
+void at_compile_stats_free(at_compile_stats *st) {
+  for (size_t i = 0; i < st->nfailures; i++) {
+    free(st->failures[i].first_line);
+    free(st->failures[i].example);
+  }
+  free(st->failures);
+  memset(st, 0, sizeof *st);
+}

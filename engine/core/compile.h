@@ -1,0 +1,66 @@
+/* compile.h: the compile phase of a tuning run: every enumerated candidate compiled once (thread
+ * pool, disk cache), each outcome written to the DB as it finishes, so a killed run resumes where
+ * it stopped. A candidate already in the DB (same compile key) is not compiled again, a failed
+ * compile included, unless the run is --fresh. */
+#ifndef AT_COMPILE_H
+#define AT_COMPILE_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "enumerate.h"
+#include "jit.h"
+#include "space.h"
+#include "store.h"
+
+typedef struct at_compiled {
+  int64_t cand_id;  /* row in candidates, -1 when the run stopped before it */
+  int done;         /* has an outcome */
+  int ok;           /* compiled */
+  int usable;       /* ok and within the device's register budget */
+  int regs, spill_stores, spill_loads;
+  char key[65];
+} at_compiled;
+
+typedef struct at_failure {
+  char *first_line; /* the first error line of the log */
+  char *example;    /* the candidate it came from */
+  int64_t count;
+} at_failure;
+
+typedef struct at_compile_stats {
+  int64_t compiled_now;     /* NVRTC ran */
+  int64_t cache_hits;       /* found in the disk cache */
+  int64_t db_hits;          /* known from an earlier run in the DB */
+  int64_t cache_repaired;   /* damaged cache entries rebuilt */
+  int64_t ok, failed;       /* outcomes, this run and earlier ones */
+  int64_t pruned_registers; /* compiled but over the register budget of a block */
+  double compile_ms_sum;    /* NVRTC time of the compiles this run did */
+  double wall_s;
+  at_failure *failures;
+  size_t nfailures;
+} at_compile_stats;
+
+typedef struct at_compile_job {
+  const at_space *space;
+  const at_enum *cands;
+  const at_limits *limits;
+  at_store *db;
+  int64_t run_id;
+  const int64_t *variant_ids; /* DB id of each variant */
+  at_jit_source **sources;    /* one per variant */
+  at_jit_options opts;
+  const char *cache_dir;
+  int jobs;
+  int fresh;
+  volatile sig_atomic_t *stop; /* set by a signal: finish what runs, start nothing new */
+} at_compile_job;
+
+/* Loads every variant's template with its headers; variant_ids is allocated for the caller to fill
+ * with the variants' DB ids. Fails (AT_ERR_INPUT) on a missing include. */
+int at_compile_prepare(const at_space *s, at_jit_source ***sources, int64_t **variant_ids);
+
+int at_compile_all(const at_compile_job *job, at_compiled **out, at_compile_stats *stats);
+void at_compile_stats_free(at_compile_stats *st);
+
+#endif

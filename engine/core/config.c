@@ -1,0 +1,199 @@
+/* config.c: see config.h. */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+const char *const AT_BUCKET_NAMES[AT_NBUCKETS] = {"small", "medium_M32", "medium_M64", "medium_M128",
+                                                   "large", "xlarge", "any"};
+
+int at_bucket_of(int64_t m) {
+  if (m < 32) return AT_BUCKET_SMALL;
+  if (m <= 32) return AT_BUCKET_M32;
+  if (m <= 64) return AT_BUCKET_M64;
+  if (m <= 128) return AT_BUCKET_M128;
+  if (m <= 256) return AT_BUCKET_LARGE;
+  return AT_BUCKET_XLARGE;
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+int at_config_set_params(at_config *c, const char *params_json) {
+  at_json *j;
+  AT_TRY(at_json_parse("params", params_json, strlen(params_json), &j));
+  int rc = AT_OK;
+  if (j->kind != AT_J_OBJECT || j->n > AT_MAX_PARAMS) rc = at_fail(AT_ERR_INPUT, "params must be an object of at most %d integers", AT_MAX_PARAMS);
+  const char *keys[AT_MAX_PARAMS];
+  for (size_t i = 0; rc == AT_OK && i < j->n; i++) {
+    if (j->items[i]->kind != AT_J_NUMBER || !j->items[i]->is_integer)
+      rc = at_fail(AT_ERR_INPUT, "parameter %s must be an integer", j->keys[i]);
+    else if (strlen(j->keys[i]) >= sizeof c->names[0])
+      rc = at_fail(AT_ERR_INPUT, "parameter name %s is too long", j->keys[i]);
+    keys[i] = j->keys[i];
+  }
+  if (rc == AT_OK) {
+    qsort(keys, j->n, sizeof *keys, cmp_names);
+    c->nparams = (int)j->n;
+    for (size_t i = 0; i < j->n; i++) {
+      snprintf(c->names[i], sizeof c->names[i], "%s", keys[i]);
+      int64_t v = 0;
+      at_json_int(j, keys[i], &v);
+      c->values[i] = v;
+    }
+  }
+  at_json_free(j);
+  return rc;
+}
+
+char *at_config_params_json(const at_config *c) {
+  at_buf b = {0};
+  at_buf_puts(&b, "{");
+  for (int i = 0; i < c->nparams; i++) at_buf_printf(&b, "%s\"%s\":%lld", i ? "," : "", c->names[i], (long long)c->values[i]);
+  at_buf_puts(&b, "}");
+  return at_buf_steal(&b);
+}
+
+char *at_entry_instantiate(const char *entry, const char (*names)[32], const int64_t *values, int n) {
+  at_buf b = {0};
+  const char *p = entry;
+  while (*p) {
+    if (isalpha((unsigned char)*p) || *p == '_') {
+      const char *start = p;
+      while (isalnum((unsigned char)*p) || *p == '_') p++;
+      size_t len = (size_t)(p - start);
+      int i;
+      for (i = 0; i < n; i++)
+        if (strlen(names[i]) == len && memcmp(names[i], start, len) == 0) break;
+      if (i < n)
+        at_buf_printf(&b, "%lld", (long long)values[i]);
+      else
+        at_buf_append(&b, start, len);
+    } else {
+      at_buf_append(&b, p++, 1);
+    }
+  }
+  return at_buf_steal(&b);
+}
+
+char *at_config_name_expr(const at_config *c) { return at_entry_instantiate(c->entry, c->names, c->values, c->nparams); }
+
+int at_config_same(const at_config *a, const at_config *b) {
+  if (!a->valid || !b->valid || strcmp(a->variant, b->variant) != 0 || a->nparams != b->nparams) return 0;
+  for (int i = 0; i < a->nparams; i++)
+    if (strcmp(a->names[i], b->names[i]) != 0 || a->values[i] != b->values[i]) return 0;
+  return 1;
+}
+
+const at_config *at_config_for_m(const at_config_set *cs, int64_t m, int *bucket) {
+  int b = at_bucket_of(m);
+  if (!cs->bucket[b].valid) b = AT_BUCKET_ANY;
+  if (bucket) *bucket = b;
+  return cs->bucket[b].valid ? &cs->bucket[b] : NULL;
+}
+
+char *at_config_set_to_json(const at_config_set *cs) {
+  at_buf b = {0};
+  at_buf_puts(&b, "{\n  \"format\": \"autotune-configs/1\",\n  \"op\": ");
+  at_buf_json_string(&b, cs->op);
+  at_buf_puts(&b, ",\n  \"tag\": ");
+  at_buf_json_string(&b, cs->tag);
+  at_buf_puts(&b, ",\n  \"device\": ");
+  at_buf_json_string(&b, cs->device);
+  at_buf_puts(&b, ",\n  \"device_name\": ");
+  at_buf_json_string(&b, cs->device_name);
+  at_buf_puts(&b, ",\n  \"arch\": ");
+  at_buf_json_string(&b, cs->arch);
+  if (cs->n)
+    at_buf_printf(&b, ",\n  \"N\": %lld,\n  \"K\": %lld", (long long)cs->n, (long long)cs->k);
+  else
+    at_buf_printf(&b, ",\n  \"N\": null,\n  \"K\": null,\n  \"summarises\": %d", cs->from_sets);
+  at_buf_puts(&b, ",\n  \"buckets\": {");
+  int first = 1;
+  for (int i = 0; i < AT_NBUCKETS; i++) {
+    const at_config *c = &cs->bucket[i];
+    if (!c->valid) continue;
+    at_buf_printf(&b, "%s\n    \"%s\": {\"variant\": ", first ? "" : ",", AT_BUCKET_NAMES[i]);
+    first = 0;
+    at_buf_json_string(&b, c->variant);
+    at_buf_puts(&b, ", \"family\": ");
+    at_buf_json_string(&b, c->family);
+    at_buf_puts(&b, ", \"template\": ");
+    at_buf_json_string(&b, c->template_name);
+    at_buf_puts(&b, ",\n      \"entry\": ");
+    at_buf_json_string(&b, c->entry);
+    char *params = at_config_params_json(c);
+    at_buf_printf(&b, ",\n      \"params\": %s", params);
+    free(params);
+    at_buf_puts(&b, ",\n      \"tuned_M\": [");
+    for (int k = 0; k < cs->ntuned[i]; k++) at_buf_printf(&b, "%s%lld", k ? ", " : "", (long long)cs->tuned_m[i][k]);
+    at_buf_puts(&b, "], \"time_us\": [");
+    for (int k = 0; k < cs->ntuned[i]; k++) at_buf_printf(&b, "%s%.3f", k ? ", " : "", cs->time_us[i][k]);
+    at_buf_puts(&b, "]}");
+  }
+  at_buf_puts(&b, "\n  }\n}\n");
+  return at_buf_steal(&b);
+}
+
+static int copy_str(const char *name, const at_json *o, const char *key, char *out, size_t n, int required) {
+  const char *v = at_json_str(o, key);
+  if (!v) {
+    if (!required) return AT_OK;
+    return at_fail(AT_ERR_INPUT, "%s: \"%s\" is missing or not a string", name, key);
+  }
+  if (strlen(v) >= n) return at_fail(AT_ERR_INPUT, "%s: \"%s\" is too long", name, key);
+  snprintf(out, n, "%s", v);
+  return AT_OK;
+}
+
+int at_config_set_from_json(const char *name, const at_json *j, at_config_set *out) {
+  memset(out, 0, sizeof *out);
+  if (!j || j->kind != AT_J_OBJECT) return at_fail(AT_ERR_INPUT, "%s: not a JSON object", name);
+  const char *format = at_json_str(j, "format");
+  if (!format || strcmp(format, "autotune-configs/1") != 0)
+    return at_fail(AT_ERR_INPUT, "%s: \"format\" is not \"autotune-configs/1\"", name);
+  AT_TRY(copy_str(name, j, "op", out->op, sizeof out->op, 1));
+  AT_TRY(copy_str(name, j, "tag", out->tag, sizeof out->tag, 1));
+  AT_TRY(copy_str(name, j, "device", out->device, sizeof out->device, 1));
+  AT_TRY(copy_str(name, j, "device_name", out->device_name, sizeof out->device_name, 0));
+  AT_TRY(copy_str(name, j, "arch", out->arch, sizeof out->arch, 0));
+  at_json_int(j, "N", &out->n);
+  at_json_int(j, "K", &out->k);
+  const at_json *buckets = at_json_get(j, "buckets");
+  if (!buckets || buckets->kind != AT_J_OBJECT) return at_fail(AT_ERR_INPUT, "%s: \"buckets\" is missing", name);
+  for (size_t i = 0; i < buckets->n; i++) {
+    int b;
+    for (b = 0; b < AT_NBUCKETS; b++)
+      if (strcmp(buckets->keys[i], AT_BUCKET_NAMES[b]) == 0) break;
+    if (b == AT_NBUCKETS) return at_fail(AT_ERR_INPUT, "%s: unknown bucket \"%s\"", name, buckets->keys[i]);
+    const at_json *c = buckets->items[i];
+    at_config *cfg = &out->bucket[b];
+    char where[300];
+    snprintf(where, sizeof where, "%s: bucket %s", name, buckets->keys[i]);
+    AT_TRY(copy_str(where, c, "variant", cfg->variant, sizeof cfg->variant, 1));
+    AT_TRY(copy_str(where, c, "family", cfg->family, sizeof cfg->family, 1));
+    AT_TRY(copy_str(where, c, "template", cfg->template_name, sizeof cfg->template_name, 1));
+    AT_TRY(copy_str(where, c, "entry", cfg->entry, sizeof cfg->entry, 1));
+    if (strchr(cfg->template_name, '/')) return at_fail(AT_ERR_INPUT, "%s: template must be a file name", where);
+    const at_json *params = at_json_get(c, "params");
+    if (!params || params->kind != AT_J_OBJECT || params->n > AT_MAX_PARAMS)
+      return at_fail(AT_ERR_INPUT, "%s: \"params\" must be an object of integers", where);
+    const char *keys[AT_MAX_PARAMS];
+    for (size_t k = 0; k < params->n; k++) {
+      if (params->items[k]->kind != AT_J_NUMBER || !params->items[k]->is_integer || strlen(params->keys[k]) >= 32)
+        return at_fail(AT_ERR_INPUT, "%s: parameter %s must be an integer", where, params->keys[k]);
+      keys[k] = params->keys[k];
+    }
+    qsort(keys, params->n, sizeof *keys, cmp_names);
+    cfg->nparams = (int)params->n;
+    for (size_t k = 0; k < params->n; k++) {
+      snprintf(cfg->names[k], sizeof cfg->names[k], "%s", keys[k]);
+      at_json_int(params, keys[k], &cfg->values[k]);
+    }
+    cfg->valid = 1;
+  }
+  return AT_OK;
+}

@@ -1,0 +1,66 @@
+/* config.h: a kernel configuration as it leaves the tuner (exported JSON) and reaches the runtime:
+ * which template variant, how to instantiate it, and its parameters; and the M buckets that map a
+ * problem to one configuration (DESIGN.md, "Buckets"). docs/formats.md describes the files. */
+#ifndef AT_CONFIG_H
+#define AT_CONFIG_H
+
+#include <stdint.h>
+
+#include "json.h"
+#include "proto.h"
+
+enum {
+  AT_BUCKET_SMALL,  /* M < 32 */
+  AT_BUCKET_M32,    /* M == 32 */
+  AT_BUCKET_M64,    /* 32 < M <= 64 */
+  AT_BUCKET_M128,   /* 64 < M <= 128 */
+  AT_BUCKET_LARGE,  /* 128 < M <= 256 */
+  AT_BUCKET_XLARGE, /* M > 256 */
+  AT_BUCKET_ANY,    /* the winner at the largest tuned M: the fallback of a missing bucket */
+  AT_NBUCKETS
+};
+extern const char *const AT_BUCKET_NAMES[AT_NBUCKETS];
+
+/* The bucket of an M (>= 1); never AT_BUCKET_ANY. */
+int at_bucket_of(int64_t m);
+
+typedef struct at_config {
+  int valid;
+  char variant[64];
+  char family[32];
+  char template_name[128]; /* file name in the templates directory */
+  char entry[512];         /* name-expression pattern, parameters by name */
+  int nparams;             /* sorted by name */
+  char names[AT_MAX_PARAMS][32];
+  int64_t values[AT_MAX_PARAMS];
+} at_config;
+
+/* The buckets of one (op, tag, device, N, K); N = K = 0 for a default file. */
+typedef struct at_config_set {
+  char op[64], tag[64], device[128], device_name[128], arch[16];
+  int64_t n, k;
+  at_config bucket[AT_NBUCKETS];
+  int ntuned[AT_NBUCKETS];
+  int64_t tuned_m[AT_NBUCKETS][16]; /* the tuned M that chose each bucket */
+  double time_us[AT_NBUCKETS][16];
+  int from_sets; /* default file: how many (N, K) it summarises */
+} at_config_set;
+
+/* params: a JSON object text like {"BLOCK_M":64,...}. Fails on anything but integer values. */
+int at_config_set_params(at_config *c, const char *params_json);
+char *at_config_params_json(const at_config *c); /* canonical, keys sorted; malloc'd */
+char *at_config_name_expr(const at_config *c);   /* entry with the values substituted; malloc'd */
+int at_config_same(const at_config *a, const at_config *b);
+
+char *at_config_set_to_json(const at_config_set *cs); /* malloc'd, ends with a newline */
+/* Reads and validates a config file's content; AT_ERR_INPUT naming what is wrong. */
+int at_config_set_from_json(const char *name, const at_json *j, at_config_set *out);
+
+/* The configuration for M: its bucket, else "any"; NULL when neither is valid. *bucket gets the
+ * index used. */
+const at_config *at_config_for_m(const at_config_set *cs, int64_t m, int *bucket);
+
+/* Instantiates an entry pattern: every parameter name replaced by its value. malloc'd. */
+char *at_entry_instantiate(const char *entry, const char (*names)[32], const int64_t *values, int n);
+
+#endif

@@ -1,0 +1,182 @@
+/* enumerate.c: see enumerate.h. An odometer over each variant's value lists. */
+#include "enumerate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static at_prune_count *count_slot(at_enum *e, size_t variant, const char *rule, int per_shape) {
+  for (size_t i = 0; i < e->npruned; i++)
+    if (e->pruned[i].variant == variant && e->pruned[i].per_shape == per_shape && strcmp(e->pruned[i].rule, rule) == 0)
+      return &e->pruned[i];
+  e->pruned = at_xrealloc(e->pruned, sizeof *e->pruned * (e->npruned + 1));
+  at_prune_count *p = &e->pruned[e->npruned++];
+  p->variant = variant;
+  p->rule = at_xstrdup(rule);
+  p->per_shape = per_shape;
+  p->count = 0;
+  return p;
+}
+
+static int cmp_param_index(const void *a, const void *b, void *names) {
+  const char *const *n = names;
+  return strcmp(n[*(const size_t *)a], n[*(const size_t *)b]);
+}
+
+static char *params_json(const at_variant *v, const int64_t *values) {
+  size_t *order = at_xcalloc(v->nparams, sizeof *order);
+  for (size_t i = 0; i < v->nparams; i++) order[i] = i;
+  qsort_r(order, v->nparams, sizeof *order, cmp_param_index, (void *)v->names);
+  at_buf b = {0};
+  at_buf_puts(&b, "{");
+  for (size_t i = 0; i < v->nparams; i++)
+    at_buf_printf(&b, "%s\"%s\":%lld", i ? "," : "", v->names[order[i]], (long long)values[order[i]]);
+  at_buf_puts(&b, "}");
+  free(order);
+  return at_buf_steal(&b);
+}
+
+/* Evaluates a constraint; 1 keeps, 0 removes, <0 is an error already recorded. */
+static int holds(const at_space *s, const at_constraint *c, const int64_t *table) {
+  int64_t v;
+  int col = 0;
+  if (at_expr_eval(c->expr, table, &v, &col)) return -at_space_constraint_error(s, c, col);
+  return v != 0;
+}
+
+static int enumerate_variant(const at_space *s, size_t vi, const at_limits *lim, at_enum *e) {
+  const at_variant *v = &s->variants[vi];
+  size_t *idx = at_xcalloc(v->nparams, sizeof *idx);
+  int64_t *table = at_xcalloc(v->nnames, sizeof *table);
+  at_limits_values(lim, table + v->slot_limits);
+  int rc = AT_OK;
+
+  /* Register every rule so that zero counts are reported too. */
+  for (size_t c = 0; c < v->nconstraints; c++) count_slot(e, vi, v->constraints[c].name, v->constraints[c].uses_shape);
+  at_prune_count *p_threads = NULL, *p_smem = NULL, *p_noshape = NULL;
+  count_slot(e, vi, "device_threads", 0);
+  count_slot(e, vi, "device_smem", 0);
+  count_slot(e, vi, "no_shape", 0);
+
+  for (;;) {
+    for (size_t i = 0; i < v->nparams; i++) table[i] = v->params[i].values[idx[i]];
+    e->total++;
+    at_params p = {v->names, table, v->nparams};
+    if ((rc = s->op->derive(v->family, &p, table + v->slot_derived))) break;
+
+    const char *removed_by = NULL;
+    for (size_t c = 0; c < v->nconstraints && !removed_by; c++) {
+      if (v->constraints[c].uses_shape) continue;
+      int h = holds(s, &v->constraints[c], table);
+      if (h < 0) {
+        rc = -h;
+        goto done;
+      }
+      if (!h) removed_by = v->constraints[c].name;
+    }
+    int64_t threads = at_params_get(&(at_params){v->names + v->slot_derived, table + v->slot_derived,
+                                                 v->nnames - v->slot_derived},
+                                    "threads", 0);
+    int64_t smem = at_params_get(&(at_params){v->names + v->slot_derived, table + v->slot_derived,
+                                              v->nnames - v->slot_derived},
+                                 "smem_bytes", 0);
+    if (!removed_by && threads > lim->max_threads_per_block) removed_by = "device_threads";
+    if (!removed_by && smem > lim->max_smem_per_block) removed_by = "device_smem";
+
+    uint8_t *ok = NULL;
+    if (!removed_by) {
+      /* Per-shape constraints: the candidate stays if some shape keeps it. */
+      ok = at_xcalloc(s->nshapes, 1);
+      int any = 0;
+      for (size_t j = 0; j < s->nshapes; j++) {
+        table[v->slot_shape] = s->shapes[j].m;
+        table[v->slot_shape + 1] = s->shapes[j].n;
+        table[v->slot_shape + 2] = s->shapes[j].k;
+        ok[j] = 1;
+        for (size_t c = 0; c < v->nconstraints && ok[j]; c++) {
+          if (!v->constraints[c].uses_shape) continue;
+          int h = holds(s, &v->constraints[c], table);
+          if (h < 0) {
+            free(ok);
+            rc = -h;
+            goto done;
+          }
+          if (!h) {
+            ok[j] = 0;
+            count_slot(e, vi, v->constraints[c].name, 1)->count++;
+          }
+        }
+        any |= ok[j];
+      }
+      table[v->slot_shape] = table[v->slot_shape + 1] = table[v->slot_shape + 2] = 0;
+      if (!any) removed_by = "no_shape";
+    }
+    if (removed_by) {
+      count_slot(e, vi, removed_by, 0)->count++;
+      free(ok);
+    } else {
+      e->c = at_xrealloc(e->c, sizeof *e->c * (e->n + 1));
+      e->shape_ok = at_xrealloc(e->shape_ok, (e->n + 1) * s->nshapes);
+      memcpy(e->shape_ok + e->n * s->nshapes, ok, s->nshapes);
+      free(ok);
+      at_cand *c = &e->c[e->n++];
+      c->variant = vi;
+      c->table = at_xmalloc(sizeof(int64_t) * v->nnames);
+      memcpy(c->table, table, sizeof(int64_t) * v->nnames);
+      c->params_json = params_json(v, table);
+      c->name_expr = at_variant_name_expr(v, table);
+    }
+
+    /* Next point of the odometer; the last parameter turns fastest. */
+    size_t i = v->nparams;
+    while (i > 0) {
+      i--;
+      if (++idx[i] < v->params[i].n) break;
+      idx[i] = 0;
+      if (i == 0) goto done;
+    }
+    if (v->nparams == 0) break;
+  }
+done:
+  (void)p_threads, (void)p_smem, (void)p_noshape;
+  free(idx);
+  free(table);
+  return rc;
+}
+
+int at_enumerate(const at_space *s, const at_limits *lim, at_enum **out) {
+  at_enum *e = at_xcalloc(1, sizeof *e);
+  e->nshapes = s->nshapes;
+  *out = NULL;
+  for (size_t vi = 0; vi < s->nvariants; vi++) {
+    int rc = enumerate_variant(s, vi, lim, e);
+    if (rc) {
+      at_enum_free(e);
+      return rc;
+    }
+  }
+  *out = e;
+  return AT_OK;
+}
+
+int64_t at_enum_pruned_total(const at_enum *e) {
+  int64_t n = 0;
+  for (size_t i = 0; i < e->npruned; i++)
+    if (!e->pruned[i].per_shape) n += e->pruned[i].count;
+  return n;
+}
+
+void at_enum_free(at_enum *e) {
+  if (!e) return;
+  for (size_t i = 0; i < e->n; i++) {
+    free(e->c[i].table);
+    free(e->c[i].params_json);
+    free(e->c[i].name_expr);
+  }
+  for (size_t i = 0; i < e->npruned; i++) free(e->pruned[i].rule);
+  free(e->c);
+  free(e->pruned);
+  free(e->shape_ok);
+  free(e);
+}

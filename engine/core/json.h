@@ -1,0 +1,32 @@
+/* json.h: a small JSON reader for the exported config files (the runtime and `autotune query`
+ * read them). Strict RFC 8259, numbers as double and, when integral, int64; depth limited. */
+#ifndef AT_JSON_H
+#define AT_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { AT_J_NULL, AT_J_BOOL, AT_J_NUMBER, AT_J_STRING, AT_J_ARRAY, AT_J_OBJECT } at_json_kind;
+
+typedef struct at_json {
+  at_json_kind kind;
+  double number;
+  int64_t integer; /* valid when is_integer */
+  int is_integer;
+  int boolean;
+  char *string;
+  char **keys;           /* objects: keys[i] names items[i] */
+  struct at_json **items; /* arrays and objects */
+  size_t n;
+} at_json;
+
+/* Parses text; AT_ERR_INPUT with "name:line:col: message" on malformed input. */
+int at_json_parse(const char *name, const char *text, size_t len, at_json **out);
+int at_json_load(const char *path, at_json **out);
+void at_json_free(at_json *j);
+
+const at_json *at_json_get(const at_json *obj, const char *key); /* NULL when absent or not an object */
+const char *at_json_str(const at_json *obj, const char *key);     /* NULL unless a string */
+int at_json_int(const at_json *obj, const char *key, int64_t *out); /* 0 when an integer */
+
+#endif

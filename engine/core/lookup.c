@@ -1,0 +1,137 @@
+/* lookup.c: see lookup.h. */
+#include "lookup.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ops/op.h"
+#include "select.h"
+#include "util.h"
+
+const char *const AT_SOURCE_NAMES[4] = {"db", "nk_file", "default_file", "builtin"};
+
+static void warn(const at_lookup_req *q, const char *fmt, ...) AT_PRINTF(2, 3);
+static void warn(const at_lookup_req *q, const char *fmt, ...) {
+  char msg[1200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (q->warn)
+    q->warn(msg);
+  else
+    fprintf(stderr, "autotune: warning: %s\n", msg);
+}
+
+static int from_db(const at_lookup_req *q, at_lookup_result *out) {
+  at_device_entry *devs = NULL;
+  size_t ndev = 0;
+  if (at_store_devices(q->db, &devs, &ndev)) {
+    warn(q, "DB %s unreadable (%s); trying the next source", at_store_path(q->db), at_errmsg());
+    return 0;
+  }
+  int found = 0;
+  for (int d = 0; d < 2 && q->device_names[d] && !found; d++)
+    for (size_t i = 0; i < ndev && !found; i++) {
+      char arch_name[64], product[128];
+      at_device_file_name(&devs[i], 0, arch_name, sizeof arch_name);
+      at_device_file_name(&devs[i], 1, product, sizeof product);
+      if (strcmp(q->device_names[d], arch_name) != 0 && strcmp(q->device_names[d], product) != 0) continue;
+      at_tuned_nk *nks = NULL;
+      size_t nnk = 0;
+      if (at_store_tuned_nks(q->db, q->op, devs[i].id, &nks, &nnk)) break;
+      for (size_t j = 0; j < nnk && !found; j++) {
+        if (nks[j].n != q->n || nks[j].k != q->k || (q->tag && strcmp(nks[j].tag, q->tag) != 0)) continue;
+        if (at_select_nk(q->db, &devs[i], q->op, nks[j].tag, q->n, q->k, &out->set) == AT_OK) {
+          found = 1;
+          out->source = AT_SRC_DB;
+          snprintf(out->path, sizeof out->path, "%s", at_store_path(q->db));
+        } else {
+          warn(q, "DB %s: %s; trying the next source", at_store_path(q->db), at_errmsg());
+        }
+      }
+      free(nks);
+    }
+  free(devs);
+  return found;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Files named <device>-GEMM-<tag><suffix>, sorted; suffix "-N=..-K=...json" or ".json". */
+static int from_files(const at_lookup_req *q, at_lookup_result *out, int default_file) {
+  DIR *dir = opendir(q->configs_dir);
+  if (!dir) {
+    warn(q, "configs directory %s: cannot open; trying the next source", q->configs_dir);
+    return 0;
+  }
+  char **names = NULL;
+  size_t n = 0;
+  for (struct dirent *e; (e = readdir(dir));) {
+    names = at_xrealloc(names, sizeof *names * (n + 1));
+    names[n++] = at_xstrdup(e->d_name);
+  }
+  closedir(dir);
+  qsort(names, n, sizeof *names, cmp_str);
+  char nk[96];
+  snprintf(nk, sizeof nk, "-N=%lld-K=%lld.json", (long long)q->n, (long long)q->k);
+  int found = 0;
+  for (int d = 0; d < 2 && q->device_names[d] && !found; d++) {
+    char prefix[200];
+    snprintf(prefix, sizeof prefix, "%s-GEMM-", q->device_names[d]);
+    for (size_t i = 0; i < n && !found; i++) {
+      const char *f = names[i];
+      size_t len = strlen(f);
+      if (strncmp(f, prefix, strlen(prefix)) != 0 || len < 5 || strcmp(f + len - 5, ".json") != 0) continue;
+      int is_nk = strstr(f, "-N=") != NULL;
+      if (default_file ? is_nk : (len < strlen(nk) || strcmp(f + len - strlen(nk), nk) != 0)) continue;
+      if (q->tag) {
+        size_t tl = strlen(q->tag);
+        if (strncmp(f + strlen(prefix), q->tag, tl) != 0 || (f[strlen(prefix) + tl] != '-' && f[strlen(prefix) + tl] != '.'))
+          continue;
+      }
+      char *path = at_path_join(q->configs_dir, f);
+      at_json *j = NULL;
+      if (at_json_load(path, &j) || at_config_set_from_json(path, j, &out->set)) {
+        warn(q, "skipping %s: %s", path, at_errmsg());
+      } else if (strcmp(out->set.op, q->op) == 0 && (!default_file || (out->set.n == 0 && out->set.k == 0)) &&
+                 (default_file || (out->set.n == q->n && out->set.k == q->k))) {
+        found = 1;
+        out->source = default_file ? AT_SRC_DEFAULT_FILE : AT_SRC_NK_FILE;
+        snprintf(out->path, sizeof out->path, "%s", path);
+      }
+      at_json_free(j);
+      free(path);
+    }
+  }
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+  return found;
+}
+
+int at_lookup(const at_lookup_req *q, at_lookup_result *out) {
+  memset(out, 0, sizeof *out);
+  const at_op *op = at_op_find(q->op);
+  if (!op) return at_fail(AT_ERR_INPUT, "unknown op '%s' (known: %s)", q->op, at_op_names());
+  if (q->db && from_db(q, out)) return AT_OK;
+  if (q->configs_dir && from_files(q, out, 0)) return AT_OK;
+  if (q->configs_dir && from_files(q, out, 1)) return AT_OK;
+  /* The built-in default, in every bucket. */
+  memset(&out->set, 0, sizeof out->set);
+  snprintf(out->set.op, sizeof out->set.op, "%s", q->op);
+  snprintf(out->set.tag, sizeof out->set.tag, "%s", q->tag ? q->tag : "");
+  snprintf(out->set.device, sizeof out->set.device, "%s", q->device_names[0] ? q->device_names[0] : "");
+  at_config c = {0};
+  snprintf(c.variant, sizeof c.variant, "%s", op->builtin.variant);
+  snprintf(c.family, sizeof c.family, "%s", op->builtin.family);
+  snprintf(c.template_name, sizeof c.template_name, "%s", op->builtin.template_name);
+  snprintf(c.entry, sizeof c.entry, "%s", op->builtin.entry);
+  AT_TRY(at_config_set_params(&c, op->builtin.params_json));
+  c.valid = 1;
+  for (int b = 0; b < AT_NBUCKETS; b++) out->set.bucket[b] = c;
+  out->source = AT_SRC_BUILTIN;
+  snprintf(out->path, sizeof out->path, "(built in)");
+  return AT_OK;
+}

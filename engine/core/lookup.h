@@ -1,0 +1,37 @@
+/* lookup.h: the configuration for a problem, from the first source that has one, in this order:
+ * the DB's own results for the exact (N, K); the exported file for (N, K); the default file of the
+ * tag; the op's built-in default. `autotune query` prints which source answered, and the runtime
+ * library asks the same question. A source that is missing, corrupt or of another schema is
+ * skipped with a warning, never a crash. */
+#ifndef AT_LOOKUP_H
+#define AT_LOOKUP_H
+
+#include "config.h"
+#include "store.h"
+
+typedef enum { AT_SRC_DB, AT_SRC_NK_FILE, AT_SRC_DEFAULT_FILE, AT_SRC_BUILTIN } at_source;
+extern const char *const AT_SOURCE_NAMES[4];
+
+typedef void (*at_warn_fn)(const char *msg);
+
+typedef struct at_lookup_req {
+  const char *op;
+  const char *tag;                  /* NULL: any tag of the op */
+  const char *device_names[2];      /* tried in order, e.g. the product name, then "sm90"; NULL ends */
+  int64_t n, k;
+  at_store *db;                     /* NULL: no DB */
+  const char *configs_dir;          /* NULL: no files */
+  at_warn_fn warn;                  /* NULL: warnings to stderr */
+} at_lookup_req;
+
+typedef struct at_lookup_result {
+  at_config_set set;
+  at_source source;
+  char path[1024]; /* the file that answered */
+} at_lookup_result;
+
+/* Never fails for a known op: the built-in default is the last answer. AT_ERR_INPUT for an
+ * unknown op. */
+int at_lookup(const at_lookup_req *q, at_lookup_result *out);
+
+#endif

@@ -1,0 +1,90 @@
+/* proto.h: the pipe protocol between the tuner (parent) and a worker process.
+ *
+ * Frames: {uint32 type, uint32 length} then length bytes. Both ends are the same binary, so
+ * payloads are plain structs followed by variable-length parts. The parent writes requests to
+ * the worker's fd 3 and reads replies from its fd 4; every request gets exactly one reply. A
+ * worker that dies, or does not reply within the request's budget, is the parent's to kill and
+ * replace: that is how a faulting or hanging kernel costs one candidate, not the run. */
+#ifndef AT_PROTO_H
+#define AT_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device.h"
+
+enum {
+  AT_MSG_HELLO = 1,  /* worker -> parent, once at start: at_device_info, or AT_MSG_ERROR */
+  AT_MSG_ERROR,      /* worker -> parent: a message (NUL-terminated) */
+  AT_MSG_PEAK,       /* measure peak bandwidth and FP8 rate -> AT_MSG_PEAK_REPLY */
+  AT_MSG_PEAK_REPLY, /* at_peak_reply */
+  AT_MSG_SHAPE,      /* at_shape_req: make inputs and reference -> AT_MSG_SHAPE_REPLY */
+  AT_MSG_SHAPE_REPLY,
+  AT_MSG_EVAL,       /* at_eval_req + names + cubin: check and time one candidate -> AT_MSG_EVAL_REPLY */
+  AT_MSG_EVAL_REPLY, /* at_eval_reply */
+  AT_MSG_RETIME,       /* uint32 count, then count x {at_eval_req, uint64 cubin size, cubin} */
+  AT_MSG_RETIME_REPLY, /* uint32 count, then count x at_eval_reply: the leaders timed side by side */
+  AT_MSG_QUIT,
+};
+
+/* Reads and writes whole frames. recv waits at most timeout_s (< 0: forever); returns AT_OK,
+ * AT_PROTO_TIMEOUT or AT_PROTO_EOF (the peer is gone), or AT_ERR_RUNTIME. */
+enum { AT_PROTO_TIMEOUT = 100, AT_PROTO_EOF = 101 };
+int at_msg_send(int fd, uint32_t type, const void *payload, size_t len);
+int at_msg_send2(int fd, uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
+int at_msg_recv(int fd, double timeout_s, uint32_t *type, void **payload, size_t *len);
+
+typedef struct at_peak_reply {
+  double copy_gbs;     /* device-to-device copy, bytes read + written per second / 1e9 */
+  double fp8_tflops;   /* dense FP8 GEMM through cuBLASLt, large size */
+  char note[256];      /* how they were measured, or why one is missing */
+} at_peak_reply;
+
+typedef struct at_shape_req {
+  char op[64];
+  int64_t m, n, k;
+  uint64_t seed;
+  double l2_multiple; /* rotate input sets until a sample reads this many L2s of distinct data */
+  int warmup, samples;
+  int baselines;      /* also time the vendor baselines */
+} at_shape_req;
+
+typedef struct at_shape_reply {
+  int ok;
+  int sets;             /* input sets rotated through */
+  double set_bytes;     /* distinct bytes per set */
+  double ref_us;        /* the cuBLAS FP32 reference GEMM (dequantized inputs), median */
+  double vendor_us;     /* the vendor's own kernel for this op (cuBLASLt block-scaled FP8), 0 if none */
+  char vendor_name[64];
+  char message[512];
+} at_shape_reply;
+
+enum { AT_MAX_PARAMS = 32 };
+
+typedef struct at_eval_req {
+  int64_t candidate_id;
+  char family[32];
+  char lowered_name[512];
+  int nparams;
+  char param_names[AT_MAX_PARAMS][32];
+  int64_t param_values[AT_MAX_PARAMS];
+  double atol, rtol;
+  int warmup, samples, cut_after;
+  double cut_us; /* stop sampling when the median so far is above this (0: never) */
+  int check_only;
+  /* the cubin follows */
+} at_eval_req;
+
+typedef struct at_eval_reply {
+  int64_t candidate_id;
+  char status[16]; /* ok wrong fault timeout resources */
+  int sticky;      /* the worker's context is dead; it exits after this reply */
+  double time_us, time_min_us, time_max_us;
+  int samples, cut;
+  int occupancy; /* blocks per SM */
+  double max_abs_err;
+  int64_t bad_count, first_bad;
+  char message[512];
+} at_eval_reply;
+
+#endif

@@ -1,0 +1,219 @@
+/* select.c: see select.h. */
+#include "select.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* A typical M of each bucket, for filling empty buckets from the nearest tuned M. */
+static const double BUCKET_M[AT_BUCKET_ANY] = {16, 32, 64, 128, 256, 1024};
+
+void at_device_file_name(const at_device_entry *dev, int product, char *out, size_t n) {
+  if (!product) {
+    snprintf(out, n, "sm%d", dev->cc);
+    return;
+  }
+  size_t j = 0;
+  for (const char *p = dev->name; *p && j + 1 < n; p++) out[j++] = (isalnum((unsigned char)*p) || *p == '-') ? *p : '_';
+  out[j] = 0;
+}
+
+/* The tuned rows of one (N, K), organised: the distinct M, each M's best time, and lookups. */
+typedef struct tuned {
+  at_tuned_row *rows;
+  size_t nrows;
+  int64_t ms[64];
+  double best[64];
+  int nm;
+} tuned;
+
+static int m_index(const tuned *t, int64_t m) {
+  for (int i = 0; i < t->nm; i++)
+    if (t->ms[i] == m) return i;
+  return -1;
+}
+
+static int load_tuned(at_store *db, const at_device_entry *dev, const char *op, const char *tag, int64_t n, int64_t k,
+                      tuned *t) {
+  memset(t, 0, sizeof *t);
+  AT_TRY(at_store_tuned_rows(db, op, tag, dev->id, n, k, &t->rows, &t->nrows));
+  for (size_t i = 0; i < t->nrows; i++) {
+    int mi = m_index(t, t->rows[i].m);
+    if (mi < 0) {
+      if (t->nm == 64) continue;
+      mi = t->nm++;
+      t->ms[mi] = t->rows[i].m;
+      t->best[mi] = t->rows[i].time_us;
+    }
+    if (t->rows[i].time_us < t->best[mi]) t->best[mi] = t->rows[i].time_us;
+  }
+  return AT_OK;
+}
+
+/* Time of a candidate at an M, or 0 when it has no checked result there. */
+static double time_at(const tuned *t, int64_t cand, int64_t m) {
+  for (size_t i = 0; i < t->nrows; i++)
+    if (t->rows[i].candidate_id == cand && t->rows[i].m == m) return t->rows[i].time_us;
+  return 0;
+}
+
+/* The winner at one M: the re-timed winner, else the fastest. */
+static int64_t winner_at(const tuned *t, int64_t m) {
+  int64_t best = -1;
+  double best_t = 0;
+  for (size_t i = 0; i < t->nrows; i++) {
+    const at_tuned_row *r = &t->rows[i];
+    if (r->m != m) continue;
+    if (r->winner) return r->candidate_id;
+    if (best < 0 || r->time_us < best_t) best = r->candidate_id, best_t = r->time_us;
+  }
+  return best;
+}
+
+/* Summed relative time of a candidate over the M of a bucket; INFINITY when it misses one. */
+static double score(const tuned *t, int64_t cand, const int64_t *ms, int nms) {
+  double s = 0;
+  for (int i = 0; i < nms; i++) {
+    double x = time_at(t, cand, ms[i]);
+    if (x <= 0) return INFINITY;
+    s += x / t->best[m_index(t, ms[i])];
+  }
+  return s;
+}
+
+/* The candidate chosen for a set of M (one bucket). -1 when none passed at all of them. */
+static int64_t choose(const tuned *t, const int64_t *ms, int nms) {
+  if (nms == 1) return winner_at(t, ms[0]);
+  int64_t best = -1;
+  double best_s = INFINITY;
+  for (size_t i = 0; i < t->nrows; i++) {
+    if (t->rows[i].m != ms[0]) continue; /* candidates that have the first M at least */
+    double s = score(t, t->rows[i].candidate_id, ms, nms);
+    if (s < best_s || (s == best_s && t->rows[i].candidate_id < best)) best = t->rows[i].candidate_id, best_s = s;
+  }
+  return best;
+}
+
+static int fill(at_store *db, tuned *t, at_config_set *out, int b, int64_t cand, const int64_t *ms, int nms) {
+  AT_TRY(at_store_candidate_config(db, cand, &out->bucket[b]));
+  out->ntuned[b] = 0;
+  for (int i = 0; i < nms && i < 16; i++) {
+    out->tuned_m[b][i] = ms[i];
+    out->time_us[b][i] = time_at(t, cand, ms[i]);
+    out->ntuned[b]++;
+  }
+  return AT_OK;
+}
+
+static void header(const at_device_entry *dev, const char *op, const char *tag, at_config_set *out) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->op, sizeof out->op, "%s", op);
+  snprintf(out->tag, sizeof out->tag, "%s", tag);
+  at_device_file_name(dev, 0, out->device, sizeof out->device);
+  snprintf(out->device_name, sizeof out->device_name, "%s", dev->name);
+  snprintf(out->arch, sizeof out->arch, "%s", dev->arch);
+}
+
+/* Chooses per bucket; chosen[b] gets the candidate id (-1 for none). */
+static int select_tuned(at_store *db, tuned *t, at_config_set *out, int64_t chosen[AT_NBUCKETS]) {
+  int64_t bucket_ms[AT_BUCKET_ANY][64];
+  int nb[AT_BUCKET_ANY] = {0};
+  int64_t largest = 0;
+  for (int i = 0; i < t->nm; i++) {
+    int b = at_bucket_of(t->ms[i]);
+    bucket_ms[b][nb[b]++] = t->ms[i];
+    if (t->ms[i] > largest) largest = t->ms[i];
+  }
+  for (int b = 0; b < AT_NBUCKETS; b++) chosen[b] = -1;
+  for (int b = 0; b < AT_BUCKET_ANY; b++) {
+    if (!nb[b]) continue;
+    chosen[b] = choose(t, bucket_ms[b], nb[b]);
+    if (chosen[b] < 0) chosen[b] = winner_at(t, bucket_ms[b][nb[b] - 1]); /* no config passed them all */
+    if (chosen[b] >= 0) AT_TRY(fill(db, t, out, b, chosen[b], bucket_ms[b], nb[b]));
+  }
+  chosen[AT_BUCKET_ANY] = winner_at(t, largest);
+  if (chosen[AT_BUCKET_ANY] >= 0) AT_TRY(fill(db, t, out, AT_BUCKET_ANY, chosen[AT_BUCKET_ANY], &largest, 1));
+  /* Empty buckets: the config of the nearest tuned M. */
+  for (int b = 0; b < AT_BUCKET_ANY; b++) {
+    if (nb[b]) continue;
+    int64_t near = 0;
+    double d = INFINITY;
+    for (int i = 0; i < t->nm; i++) {
+      double x = fabs(log2((double)t->ms[i]) - log2(BUCKET_M[b]));
+      if (x < d) d = x, near = t->ms[i];
+    }
+    int from = at_bucket_of(near);
+    chosen[b] = chosen[from];
+    if (chosen[b] >= 0) {
+      out->bucket[b] = out->bucket[from];
+      out->ntuned[b] = 0; /* tuned at no M of its own */
+    }
+  }
+  return AT_OK;
+}
+
+int at_select_nk(at_store *db, const at_device_entry *dev, const char *op, const char *tag, int64_t n, int64_t k,
+                 at_config_set *out) {
+  header(dev, op, tag, out);
+  out->n = n;
+  out->k = k;
+  tuned t;
+  int rc = load_tuned(db, dev, op, tag, n, k, &t);
+  if (rc == AT_OK && t.nm == 0)
+    rc = at_fail(AT_ERR_RUNTIME, "nothing tuned for %s %s N=%lld K=%lld on %s", op, tag, (long long)n, (long long)k, dev->name);
+  int64_t chosen[AT_NBUCKETS];
+  if (rc == AT_OK) rc = select_tuned(db, &t, out, chosen);
+  free(t.rows);
+  return rc;
+}
+
+int at_select_default(at_store *db, const at_device_entry *dev, const char *op, const char *tag, at_config_set *out) {
+  header(dev, op, tag, out);
+  at_tuned_nk *nks;
+  size_t nnk;
+  AT_TRY(at_store_tuned_nks(db, op, dev->id, &nks, &nnk));
+  tuned *ts = at_xcalloc(nnk ? nnk : 1, sizeof *ts);
+  int64_t(*chosen)[AT_NBUCKETS] = at_xcalloc(nnk ? nnk : 1, sizeof *chosen);
+  size_t nsets = 0;
+  int rc = AT_OK;
+  for (size_t i = 0; i < nnk && rc == AT_OK; i++) {
+    if (strcmp(nks[i].tag, tag) != 0) continue;
+    at_config_set tmp;
+    header(dev, op, tag, &tmp);
+    rc = load_tuned(db, dev, op, tag, nks[i].n, nks[i].k, &ts[nsets]);
+    if (rc == AT_OK) rc = select_tuned(db, &ts[nsets], &tmp, chosen[nsets]);
+    nsets++;
+  }
+  if (rc == AT_OK && nsets == 0) rc = at_fail(AT_ERR_RUNTIME, "nothing tuned for %s %s on %s", op, tag, dev->name);
+  out->from_sets = (int)nsets;
+  for (int b = 0; b < AT_NBUCKETS && rc == AT_OK; b++) {
+    /* Votes per candidate, then the summed relative time over every (N, K) and M of the bucket. */
+    int64_t best = -1;
+    int best_votes = 0;
+    double best_score = INFINITY;
+    for (size_t i = 0; i < nsets; i++) {
+      int64_t c = chosen[i][b];
+      if (c < 0) continue;
+      int votes = 0;
+      for (size_t j = 0; j < nsets; j++) votes += chosen[j][b] == c;
+      double sc = 0;
+      for (size_t j = 0; j < nsets; j++)
+        for (int m = 0; m < ts[j].nm; m++) {
+          if (b != AT_BUCKET_ANY && at_bucket_of(ts[j].ms[m]) != b) continue;
+          double x = time_at(&ts[j], c, ts[j].ms[m]);
+          sc += x > 0 ? x / ts[j].best[m] : 10.0; /* missing: heavily penalised */
+        }
+      if (votes > best_votes || (votes == best_votes && sc < best_score)) best = c, best_votes = votes, best_score = sc;
+    }
+    if (best >= 0) rc = at_store_candidate_config(db, best, &out->bucket[b]);
+  }
+  for (size_t i = 0; i < nsets; i++) free(ts[i].rows);
+  free(ts);
+  free(chosen);
+  free(nks);
+  return rc;
+}

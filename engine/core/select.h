@@ -1,0 +1,28 @@
+/* select.h: which configuration each M bucket gets, from what the DB knows (DESIGN.md, "Buckets"):
+ *  - a bucket covering one tuned M takes that M's winner (decided by the side-by-side re-timing);
+ *  - a bucket covering several takes the config with the lowest sum, over those M, of its time
+ *    relative to each M's best, among configs that passed at every one of them;
+ *  - `any` is the winner at the largest tuned M;
+ *  - a bucket with no tuned M takes the config of the nearest tuned M (in log2 distance from the
+ *    bucket's typical M), so that every bucket of an exported file is filled;
+ *  - the default file takes, per bucket, the config chosen most often across the tag's (N, K),
+ *    ties broken by the lower summed relative time across all of them. */
+#ifndef AT_SELECT_H
+#define AT_SELECT_H
+
+#include "config.h"
+#include "store.h"
+
+/* The buckets of one (op, tag, N, K) on a device; AT_ERR_RUNTIME "nothing tuned" when the DB has
+ * no checked result for it. */
+int at_select_nk(at_store *db, const at_device_entry *dev, const char *op, const char *tag, int64_t n, int64_t k,
+                 at_config_set *out);
+
+/* The default file of (op, tag) on a device, from every (N, K) of that tag in the DB. */
+int at_select_default(at_store *db, const at_device_entry *dev, const char *op, const char *tag, at_config_set *out);
+
+/* The device names used in file names: "sm90" per arch, or the product with spaces as
+ * underscores. */
+void at_device_file_name(const at_device_entry *dev, int product, char *out, size_t n);
+
+#endif

@@ -1,0 +1,819 @@
+/* store.c: SQL and nothing else; see store.h for the invariants and docs/formats.md for the
+ * schema. */
+#include "store.h"
+
+#include <stdio.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "util.h"
+
+struct at_store {
+  sqlite3 *db;
+  char *path;
+  sqlite3_stmt *last; /* the statement whose strings a find/get call returned */
+};
+
+static int sql_fail(at_store *s, const char *what, int rc, const char *file, int line) {
+  return at_fail_api("SQLite", what, file, line, rc, sqlite3_errstr(rc), s->db ? sqlite3_errmsg(s->db) : "");
+}
+#define SQL_CHECK(s, expr)                                                                                             \
+  do {                                                                                                                 \
+    int sql_rc_ = (expr);                                                                                              \
+    if (sql_rc_ != SQLITE_OK && sql_rc_ != SQLITE_DONE && sql_rc_ != SQLITE_ROW)                                      \
+      return sql_fail(s, #expr, sql_rc_, __FILE__, __LINE__);                                                          \
+  } while (0)
+
+static const char *SCHEMA =
+    "CREATE TABLE IF NOT EXISTS devices("
+    "  id INTEGER PRIMARY KEY, name TEXT NOT NULL, arch TEXT NOT NULL, cc INTEGER NOT NULL,"
+    "  sm_count INTEGER, l2_bytes INTEGER, smem_per_block INTEGER, mem_bytes INTEGER, uuid TEXT, driver TEXT,"
+    "  UNIQUE(name, arch));"
+    "CREATE TABLE IF NOT EXISTS runs("
+    "  id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT, status TEXT NOT NULL,"
+    "  space_path TEXT, space_hash TEXT, op TEXT, tag TEXT, arch TEXT, nvrtc TEXT, host TEXT, command TEXT,"
+    "  device_id INTEGER REFERENCES devices(id), peak_tflops REAL, peak_gbs REAL);"
+    "CREATE TABLE IF NOT EXISTS variants("
+    "  id INTEGER PRIMARY KEY, op TEXT NOT NULL, name TEXT NOT NULL, family TEXT NOT NULL, template TEXT NOT NULL,"
+    "  entry TEXT NOT NULL, source_hash TEXT NOT NULL, UNIQUE(op, name, family, entry, source_hash));"
+    "CREATE TABLE IF NOT EXISTS candidates("
+    "  id INTEGER PRIMARY KEY, compile_key TEXT NOT NULL UNIQUE,"
+    "  variant_id INTEGER NOT NULL REFERENCES variants(id), params TEXT NOT NULL, name_expr TEXT NOT NULL,"
+    "  arch TEXT NOT NULL, status TEXT NOT NULL CHECK(status IN ('ok','compile_error')), log TEXT,"
+    "  lowered_name TEXT, regs INTEGER, spill_stores INTEGER, spill_loads INTEGER, static_smem INTEGER,"
+    "  stack_bytes INTEGER, threads INTEGER, smem_bytes INTEGER, compile_ms REAL, cubin_hash TEXT,"
+    "  quarantined INTEGER NOT NULL DEFAULT 0, run_id INTEGER REFERENCES runs(id), created TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS problems("
+    "  id INTEGER PRIMARY KEY, op TEXT NOT NULL, tag TEXT NOT NULL, m INTEGER NOT NULL, n INTEGER NOT NULL,"
+    "  k INTEGER NOT NULL, UNIQUE(op, tag, m, n, k));"
+    "CREATE TABLE IF NOT EXISTS results("
+    "  id INTEGER PRIMARY KEY, candidate_id INTEGER NOT NULL REFERENCES candidates(id),"
+    "  problem_id INTEGER NOT NULL REFERENCES problems(id), device_id INTEGER NOT NULL REFERENCES devices(id),"
+    "  run_id INTEGER REFERENCES runs(id),"
+    "  status TEXT NOT NULL CHECK(status IN ('ok','wrong','fault','timeout','resources','quarantined')),"
+    "  time_us REAL, time_min_us REAL, time_max_us REAL, samples INTEGER, cut INTEGER, sets INTEGER,"
+    "  retime_us REAL, tflops REAL, gbs REAL, roofline_pct REAL, occupancy INTEGER,"
+    "  max_abs_err REAL, bad_count INTEGER, first_bad INTEGER, message TEXT, seed INTEGER, created TEXT NOT NULL,"
+    "  UNIQUE(candidate_id, problem_id, device_id));"
+    "CREATE INDEX IF NOT EXISTS results_by_problem ON results(problem_id, device_id, status);"
+    "CREATE TABLE IF NOT EXISTS pruned("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id), variant_id INTEGER NOT NULL REFERENCES variants(id),"
+    "  rule TEXT NOT NULL, per_shape INTEGER NOT NULL, count INTEGER NOT NULL,"
+    "  PRIMARY KEY(run_id, variant_id, rule, per_shape));"
+    "CREATE TABLE IF NOT EXISTS winners("
+    "  problem_id INTEGER NOT NULL REFERENCES problems(id), device_id INTEGER NOT NULL REFERENCES devices(id),"
+    "  candidate_id INTEGER NOT NULL REFERENCES candidates(id), time_us REAL NOT NULL,"
+    "  run_id INTEGER REFERENCES runs(id), decided TEXT NOT NULL, PRIMARY KEY(problem_id, device_id));"
+    "CREATE TABLE IF NOT EXISTS baselines("
+    "  problem_id INTEGER NOT NULL REFERENCES problems(id), device_id INTEGER NOT NULL REFERENCES devices(id),"
+    "  name TEXT NOT NULL, time_us REAL NOT NULL, run_id INTEGER REFERENCES runs(id),"
+    "  PRIMARY KEY(problem_id, device_id, name));";
+
+sqlite3 *at_store_db(at_store *s) { return s->db; }
+const char *at_store_path(const at_store *s) { return s->path; }
+
+static void finalize_last(at_store *s) {
+  if (s->last) sqlite3_finalize(s->last);
+  s->last = NULL;
+}
+
+int at_store_exec(at_store *s, const char *sql) {
+  finalize_last(s);
+  char *err = NULL;
+  int rc = sqlite3_exec(s->db, sql, NULL, NULL, &err);
+  if (rc != SQLITE_OK) {
+    rc = at_fail_api("SQLite", "exec", __FILE__, __LINE__, rc, sqlite3_errstr(rc), err ? err : "");
+    sqlite3_free(err);
+    return rc;
+  }
+  return AT_OK;
+}
+
+int at_store_query_int(at_store *s, const char *sql, int64_t *out) {
+  finalize_last(s);
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, sql, -1, &st, NULL));
+  int rc = sqlite3_step(st);
+  *out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+  sqlite3_finalize(st);
+  SQL_CHECK(s, rc);
+  return AT_OK;
+}
+
+int at_store_tx(at_store *s, int (*fn)(at_store *s, void *ctx), void *ctx) {
+  finalize_last(s);
+  for (int attempt = 0;; attempt++) {
+    int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc == SQLITE_BUSY && attempt < 600) {
+      usleep(50000);
+      continue;
+    }
+    SQL_CHECK(s, rc);
+    rc = fn(s, ctx);
+    if (rc != AT_OK) {
+      sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+      return rc;
+    }
+    for (int c = 0;; c++) {
+      rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+      if (rc != SQLITE_BUSY || c >= 600) break;
+      usleep(50000);
+    }
+    if (rc != SQLITE_OK) {
+      int r = sql_fail(s, "COMMIT", rc, __FILE__, __LINE__);
+      sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+      return r;
+    }
+    return AT_OK;
+  }
+}
+
+static int create_schema(at_store *s, void *ctx) {
+  (void)ctx;
+  int64_t version;
+  AT_TRY(at_store_query_int(s, "PRAGMA user_version", &version));
+  if (version == AT_STORE_SCHEMA_VERSION) return AT_OK;
+  if (version > AT_STORE_SCHEMA_VERSION)
+    return at_fail(AT_ERR_RUNTIME, "%s: DB schema version %lld is newer than this autotune's (%d); use a newer autotune",
+                   s->path, (long long)version, AT_STORE_SCHEMA_VERSION);
+  int64_t tables;
+  AT_TRY(at_store_query_int(s, "SELECT count(*) FROM sqlite_master", &tables));
+  if (version == 0 && tables > 0)
+    return at_fail(AT_ERR_RUNTIME, "%s: not an autotune DB (it has tables but no schema version)", s->path);
+  AT_TRY(at_store_exec(s, SCHEMA));
+  char pragma[64];
+  snprintf(pragma, sizeof pragma, "PRAGMA user_version=%d", AT_STORE_SCHEMA_VERSION);
+  return at_store_exec(s, pragma);
+}
+
+static int open_common(const char *path, int flags, at_store **out) {
+  *out = NULL;
+  at_store *s = at_xcalloc(1, sizeof *s);
+  s->path = at_xstrdup(path);
+  int rc = sqlite3_open_v2(path, &s->db, flags, NULL);
+  if (rc != SQLITE_OK) {
+    rc = at_fail(AT_ERR_RUNTIME, "%s: cannot open the DB: %s", path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+    at_store_close(s);
+    return rc;
+  }
+  sqlite3_busy_timeout(s->db, 10000);
+  *out = s;
+  return AT_OK;
+}
+
+int at_store_open(const char *path, at_store **out) {
+  char *dir = at_dirname(path);
+  int rc = at_mkdirs(dir);
+  free(dir);
+  AT_TRY(rc);
+  AT_TRY(open_common(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, out));
+  at_store *s = *out;
+  rc = at_store_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+  if (rc == AT_OK) rc = at_store_tx(s, create_schema, NULL);
+  if (rc) {
+    at_errctx("%s", path);
+    at_store_close(s);
+    *out = NULL;
+  }
+  return rc;
+}
+
+int at_store_open_readonly(const char *path, at_store **out) {
+  if (!at_file_exists(path)) return at_fail(AT_ERR_RUNTIME, "%s: no such DB", path);
+  AT_TRY(open_common(path, SQLITE_OPEN_READONLY, out));
+  at_store *s = *out;
+  int64_t version = 0;
+  int rc = at_store_query_int(s, "PRAGMA user_version", &version);
+  if (rc == AT_OK && version != AT_STORE_SCHEMA_VERSION)
+    rc = at_fail(AT_ERR_RUNTIME, "%s: DB schema version %lld, this autotune reads version %d", path, (long long)version,
+                 AT_STORE_SCHEMA_VERSION);
+  if (rc) {
+    at_store_close(s);
+    *out = NULL;
+  }
+  return rc;
+}
+
+void at_store_close(at_store *s) {
+  if (!s) return;
+  finalize_last(s);
+  if (s->db) sqlite3_close(s->db);
+  free(s->path);
+  free(s);
+}
+
+/* ---- statement helpers ------------------------------------------------------------------------ */
+
+static void bind_text(sqlite3_stmt *st, int i, const char *v) {
+  if (v)
+    sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+  else
+    sqlite3_bind_null(st, i);
+}
+
+/* Row ids of 0 or less mean "none": NULL, so that foreign keys hold. */
+static void bind_id(sqlite3_stmt *st, int i, int64_t id) {
+  if (id > 0)
+    sqlite3_bind_int64(st, i, id);
+  else
+    sqlite3_bind_null(st, i);
+}
+
+static void bind_real_or_null(sqlite3_stmt *st, int i, double v, int present) {
+  if (present)
+    sqlite3_bind_double(st, i, v);
+  else
+    sqlite3_bind_null(st, i);
+}
+
+/* Runs an INSERT/UPDATE whose parameters were bound; finalizes it. */
+static int step_done(at_store *s, sqlite3_stmt *st) {
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) return sql_fail(s, "step", rc, __FILE__, __LINE__);
+  return AT_OK;
+}
+
+/* Runs a query with one integer column; *id = -1 when no row. Finalizes. */
+static int step_id(at_store *s, sqlite3_stmt *st, int64_t *id) {
+  int rc = sqlite3_step(st);
+  *id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sql_fail(s, "step", rc, __FILE__, __LINE__);
+  return AT_OK;
+}
+
+/* ---- runs ------------------------------------------------------------------------------------- */
+
+typedef struct run_ctx {
+  const at_run_info *info;
+  int64_t id;
+  const char *status;
+} run_ctx;
+
+static int begin_run_tx(at_store *s, void *p) {
+  run_ctx *c = p;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "INSERT INTO runs(started,status,space_path,space_hash,op,tag,arch,nvrtc,host,command)"
+                                  " VALUES(?,?,?,?,?,?,?,?,?,?)",
+                                  -1, &st, NULL));
+  char *now = at_utc_now_iso();
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  bind_text(st, 1, now);
+  bind_text(st, 2, "running");
+  bind_text(st, 3, c->info->space_path);
+  bind_text(st, 4, c->info->space_hash);
+  bind_text(st, 5, c->info->op);
+  bind_text(st, 6, c->info->tag);
+  bind_text(st, 7, c->info->arch);
+  bind_text(st, 8, c->info->nvrtc);
+  bind_text(st, 9, host);
+  bind_text(st, 10, c->info->command);
+  free(now);
+  AT_TRY(step_done(s, st));
+  c->id = sqlite3_last_insert_rowid(s->db);
+  return AT_OK;
+}
+
+int at_store_begin_run(at_store *s, const at_run_info *info, int64_t *run_id) {
+  run_ctx c = {info, 0, NULL};
+  AT_TRY(at_store_tx(s, begin_run_tx, &c));
+  *run_id = c.id;
+  return AT_OK;
+}
+
+static int end_run_tx(at_store *s, void *p) {
+  run_ctx *c = p;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, "UPDATE runs SET finished=?, status=? WHERE id=?", -1, &st, NULL));
+  char *now = at_utc_now_iso();
+  bind_text(st, 1, now);
+  bind_text(st, 2, c->status);
+  sqlite3_bind_int64(st, 3, c->id);
+  free(now);
+  return step_done(s, st);
+}
+
+int at_store_end_run(at_store *s, int64_t run_id, const char *status) {
+  run_ctx c = {NULL, run_id, status};
+  return at_store_tx(s, end_run_tx, &c);
+}
+
+/* ---- variants, problems, devices: find or insert ---------------------------------------------- */
+
+typedef struct upsert_ctx {
+  const char *select_sql, *insert_sql;
+  const char *text[8];
+  int64_t ints[8];
+  int ntext, nints;
+  int64_t id;
+} upsert_ctx;
+
+static void bind_upsert(sqlite3_stmt *st, const upsert_ctx *c, int with_all) {
+  int i = 1;
+  for (int t = 0; t < c->ntext; t++) bind_text(st, i++, c->text[t]);
+  for (int n = 0; n < c->nints; n++) sqlite3_bind_int64(st, i++, c->ints[n]);
+  (void)with_all;
+}
+
+static int upsert_tx(at_store *s, void *p) {
+  upsert_ctx *c = p;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, c->select_sql, -1, &st, NULL));
+  bind_upsert(st, c, 0);
+  AT_TRY(step_id(s, st, &c->id));
+  if (c->id >= 0) return AT_OK;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, c->insert_sql, -1, &st, NULL));
+  bind_upsert(st, c, 1);
+  AT_TRY(step_done(s, st));
+  c->id = sqlite3_last_insert_rowid(s->db);
+  return AT_OK;
+}
+
+int at_store_variant(at_store *s, const char *op, const char *name, const char *family, const char *template_path,
+                     const char *entry, const char *source_hash, int64_t *id) {
+  /* The template path is informative, not identity: the same content moved is the same variant. */
+  upsert_ctx c = {
+      .select_sql = "SELECT id FROM variants WHERE op=?1 AND name=?2 AND family=?3 AND entry=?4 AND source_hash=?5",
+      .insert_sql = "INSERT INTO variants(op,name,family,entry,source_hash,template) VALUES(?1,?2,?3,?4,?5,?6)",
+      .text = {op, name, family, entry, source_hash, template_path},
+      .ntext = 6};
+  AT_TRY(at_store_tx(s, upsert_tx, &c));
+  *id = c.id;
+  return AT_OK;
+}
+
+int at_store_problem(at_store *s, const char *op, const char *tag, int64_t m, int64_t n, int64_t k, int64_t *id) {
+  upsert_ctx c = {.select_sql = "SELECT id FROM problems WHERE op=?1 AND tag=?2 AND m=?3 AND n=?4 AND k=?5",
+                  .insert_sql = "INSERT INTO problems(op,tag,m,n,k) VALUES(?1,?2,?3,?4,?5)",
+                  .text = {op, tag},
+                  .ntext = 2,
+                  .ints = {m, n, k},
+                  .nints = 3};
+  AT_TRY(at_store_tx(s, upsert_tx, &c));
+  *id = c.id;
+  return AT_OK;
+}
+
+typedef struct device_ctx {
+  const at_device_row *d;
+  int64_t id;
+} device_ctx;
+
+static int device_tx(at_store *s, void *p) {
+  device_ctx *c = p;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, "SELECT id FROM devices WHERE name=? AND arch=?", -1, &st, NULL));
+  bind_text(st, 1, c->d->name);
+  bind_text(st, 2, c->d->arch);
+  AT_TRY(step_id(s, st, &c->id));
+  if (c->id < 0) {
+    SQL_CHECK(s, sqlite3_prepare_v2(s->db, "INSERT INTO devices(name,arch,cc) VALUES(?,?,?)", -1, &st, NULL));
+    bind_text(st, 1, c->d->name);
+    bind_text(st, 2, c->d->arch);
+    sqlite3_bind_int(st, 3, c->d->cc);
+    AT_TRY(step_done(s, st));
+    c->id = sqlite3_last_insert_rowid(s->db);
+  }
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "UPDATE devices SET sm_count=?, l2_bytes=?, smem_per_block=?, mem_bytes=?, uuid=?,"
+                                  " driver=? WHERE id=?",
+                                  -1, &st, NULL));
+  sqlite3_bind_int(st, 1, c->d->sm_count);
+  sqlite3_bind_int64(st, 2, c->d->l2_bytes);
+  sqlite3_bind_int64(st, 3, c->d->smem_per_block);
+  sqlite3_bind_int64(st, 4, c->d->mem_bytes);
+  bind_text(st, 5, c->d->uuid);
+  bind_text(st, 6, c->d->driver);
+  sqlite3_bind_int64(st, 7, c->id);
+  return step_done(s, st);
+}
+
+int at_store_device(at_store *s, const at_device_row *d, int64_t *id) {
+  device_ctx c = {d, -1};
+  AT_TRY(at_store_tx(s, device_tx, &c));
+  *id = c.id;
+  return AT_OK;
+}
+
+typedef struct run_device_ctx {
+  int64_t run_id, device_id;
+  double tflops, gbs;
+} run_device_ctx;
+
+static int run_device_tx(at_store *s, void *p) {
+  run_device_ctx *c = p;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, "UPDATE runs SET device_id=?, peak_tflops=?, peak_gbs=? WHERE id=?", -1, &st,
+                                  NULL));
+  sqlite3_bind_int64(st, 1, c->device_id);
+  bind_real_or_null(st, 2, c->tflops, c->tflops > 0);
+  bind_real_or_null(st, 3, c->gbs, c->gbs > 0);
+  sqlite3_bind_int64(st, 4, c->run_id);
+  return step_done(s, st);
+}
+
+int at_store_run_device(at_store *s, int64_t run_id, int64_t device_id, double peak_tflops, double peak_gbs) {
+  run_device_ctx c = {run_id, device_id, peak_tflops, peak_gbs};
+  return at_store_tx(s, run_device_tx, &c);
+}
+
+/* ---- candidates ------------------------------------------------------------------------------- */
+
+int at_store_find_candidate(at_store *s, const char *compile_key, at_cand_row *row, int *found) {
+  finalize_last(s);
+  memset(row, 0, sizeof *row);
+  *found = 0;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "SELECT id, variant_id, params, name_expr, arch, status, log, lowered_name, regs,"
+                                  " spill_stores, spill_loads, static_smem, stack_bytes, threads, smem_bytes,"
+                                  " compile_ms, cubin_hash, quarantined, run_id FROM candidates WHERE compile_key=?",
+                                  -1, &st, NULL));
+  bind_text(st, 1, compile_key);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_DONE) {
+    sqlite3_finalize(st);
+    return AT_OK;
+  }
+  if (rc != SQLITE_ROW) {
+    sqlite3_finalize(st);
+    return sql_fail(s, "find candidate", rc, __FILE__, __LINE__);
+  }
+  s->last = st;
+  *found = 1;
+  row->id = sqlite3_column_int64(st, 0);
+  row->compile_key = compile_key;
+  row->variant_id = sqlite3_column_int64(st, 1);
+  row->params = (const char *)sqlite3_column_text(st, 2);
+  row->name_expr = (const char *)sqlite3_column_text(st, 3);
+  row->arch = (const char *)sqlite3_column_text(st, 4);
+  row->ok = strcmp((const char *)sqlite3_column_text(st, 5), "ok") == 0;
+  row->log = (const char *)sqlite3_column_text(st, 6);
+  row->lowered_name = (const char *)sqlite3_column_text(st, 7);
+  row->regs = sqlite3_column_int(st, 8);
+  row->spill_stores = sqlite3_column_int(st, 9);
+  row->spill_loads = sqlite3_column_int(st, 10);
+  row->static_smem = sqlite3_column_int(st, 11);
+  row->stack_bytes = sqlite3_column_int(st, 12);
+  row->threads = sqlite3_column_int64(st, 13);
+  row->smem_bytes = sqlite3_column_int64(st, 14);
+  row->compile_ms = sqlite3_column_double(st, 15);
+  row->cubin_hash = (const char *)sqlite3_column_text(st, 16);
+  row->quarantined = sqlite3_column_int(st, 17);
+  row->run_id = sqlite3_column_int64(st, 18);
+  return AT_OK;
+}
+
+typedef struct cand_ctx {
+  const at_cand_row *row;
+  int64_t id;
+} cand_ctx;
+
+static int put_candidate_tx(at_store *s, void *p) {
+  cand_ctx *c = p;
+  const at_cand_row *r = c->row;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "INSERT INTO candidates(compile_key, variant_id, params, name_expr, arch,"
+                                  " status, log, lowered_name, regs, spill_stores, spill_loads, static_smem,"
+                                  " stack_bytes, threads, smem_bytes, compile_ms, cubin_hash, run_id, created)"
+                                  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                                  " ON CONFLICT(compile_key) DO UPDATE SET variant_id=excluded.variant_id,"
+                                  " params=excluded.params, name_expr=excluded.name_expr, status=excluded.status,"
+                                  " log=excluded.log, lowered_name=excluded.lowered_name, regs=excluded.regs,"
+                                  " spill_stores=excluded.spill_stores, spill_loads=excluded.spill_loads,"
+                                  " static_smem=excluded.static_smem, stack_bytes=excluded.stack_bytes,"
+                                  " threads=excluded.threads, smem_bytes=excluded.smem_bytes,"
+                                  " compile_ms=excluded.compile_ms, cubin_hash=excluded.cubin_hash,"
+                                  " quarantined=0, run_id=excluded.run_id, created=excluded.created",
+                                  -1, &st, NULL));
+  char *now = at_utc_now_iso();
+  bind_text(st, 1, r->compile_key);
+  sqlite3_bind_int64(st, 2, r->variant_id);
+  bind_text(st, 3, r->params);
+  bind_text(st, 4, r->name_expr);
+  bind_text(st, 5, r->arch);
+  bind_text(st, 6, r->ok ? "ok" : "compile_error");
+  bind_text(st, 7, r->log);
+  bind_text(st, 8, r->lowered_name);
+  sqlite3_bind_int(st, 9, r->regs);
+  sqlite3_bind_int(st, 10, r->spill_stores);
+  sqlite3_bind_int(st, 11, r->spill_loads);
+  sqlite3_bind_int(st, 12, r->static_smem);
+  sqlite3_bind_int(st, 13, r->stack_bytes);
+  sqlite3_bind_int64(st, 14, r->threads);
+  sqlite3_bind_int64(st, 15, r->smem_bytes);
+  sqlite3_bind_double(st, 16, r->compile_ms);
+  bind_text(st, 17, r->cubin_hash);
+  bind_id(st, 18, r->run_id);
+  bind_text(st, 19, now);
+  free(now);
+  AT_TRY(step_done(s, st));
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, "SELECT id FROM candidates WHERE compile_key=?", -1, &st, NULL));
+  bind_text(st, 1, r->compile_key);
+  return step_id(s, st, &c->id);
+}
+
+int at_store_put_candidate(at_store *s, const at_cand_row *row, int64_t *id) {
+  cand_ctx c = {row, -1};
+  AT_TRY(at_store_tx(s, put_candidate_tx, &c));
+  if (id) *id = c.id;
+  return AT_OK;
+}
+
+static int quarantine_tx(at_store *s, void *p) {
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, "UPDATE candidates SET quarantined=1 WHERE id=?", -1, &st, NULL));
+  sqlite3_bind_int64(st, 1, *(int64_t *)p);
+  return step_done(s, st);
+}
+
+int at_store_quarantine(at_store *s, int64_t candidate_id) { return at_store_tx(s, quarantine_tx, &candidate_id); }
+
+/* ---- pruning counts --------------------------------------------------------------------------- */
+
+typedef struct prune_ctx {
+  int64_t run_id;
+  const at_prune_row *rows;
+  int n;
+} prune_ctx;
+
+static int pruned_tx(at_store *s, void *p) {
+  prune_ctx *c = p;
+  for (int i = 0; i < c->n; i++) {
+    sqlite3_stmt *st;
+    SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                    "INSERT OR REPLACE INTO pruned(run_id, variant_id, rule, per_shape, count)"
+                                    " VALUES(?,?,?,?,?)",
+                                    -1, &st, NULL));
+    sqlite3_bind_int64(st, 1, c->run_id);
+    sqlite3_bind_int64(st, 2, c->rows[i].variant_id);
+    bind_text(st, 3, c->rows[i].rule);
+    sqlite3_bind_int(st, 4, c->rows[i].per_shape);
+    sqlite3_bind_int64(st, 5, c->rows[i].count);
+    AT_TRY(step_done(s, st));
+  }
+  return AT_OK;
+}
+
+int at_store_put_pruned(at_store *s, int64_t run_id, const at_prune_row *rows, int n) {
+  prune_ctx c = {run_id, rows, n};
+  return at_store_tx(s, pruned_tx, &c);
+}
+
+/* ---- results ---------------------------------------------------------------------------------- */
+
+static int put_result_tx(at_store *s, void *p) {
+  const at_result_row *r = p;
+  int timed = r->samples > 0;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "INSERT OR REPLACE INTO results(candidate_id, problem_id, device_id, run_id, status,"
+                                  " time_us, time_min_us, time_max_us, samples, cut, sets, tflops, gbs, roofline_pct,"
+                                  " occupancy, max_abs_err, bad_count, first_bad, message, seed, created)"
+                                  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                  -1, &st, NULL));
+  char *now = at_utc_now_iso();
+  sqlite3_bind_int64(st, 1, r->candidate_id);
+  sqlite3_bind_int64(st, 2, r->problem_id);
+  sqlite3_bind_int64(st, 3, r->device_id);
+  bind_id(st, 4, r->run_id);
+  bind_text(st, 5, r->status);
+  bind_real_or_null(st, 6, r->time_us, timed);
+  bind_real_or_null(st, 7, r->time_min_us, timed);
+  bind_real_or_null(st, 8, r->time_max_us, timed);
+  sqlite3_bind_int(st, 9, r->samples);
+  sqlite3_bind_int(st, 10, r->cut);
+  sqlite3_bind_int(st, 11, r->sets);
+  bind_real_or_null(st, 12, r->tflops, timed);
+  bind_real_or_null(st, 13, r->gbs, timed);
+  bind_real_or_null(st, 14, r->roofline_pct, timed && r->roofline_pct > 0);
+  sqlite3_bind_int(st, 15, r->occupancy);
+  bind_real_or_null(st, 16, r->max_abs_err, r->max_abs_err >= 0);
+  sqlite3_bind_int64(st, 17, r->bad_count);
+  sqlite3_bind_int64(st, 18, r->first_bad);
+  bind_text(st, 19, r->message);
+  sqlite3_bind_int64(st, 20, r->seed);
+  bind_text(st, 21, now);
+  free(now);
+  return step_done(s, st);
+}
+
+int at_store_put_result(at_store *s, const at_result_row *r) { return at_store_tx(s, put_result_tx, (void *)r); }
+
+int at_store_get_result(at_store *s, int64_t candidate_id, int64_t problem_id, int64_t device_id, const char **status,
+                        double *time_us) {
+  finalize_last(s);
+  *status = "";
+  *time_us = 0;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "SELECT status, coalesce(time_us, 0) FROM results WHERE candidate_id=? AND"
+                                  " problem_id=? AND device_id=?",
+                                  -1, &st, NULL));
+  sqlite3_bind_int64(st, 1, candidate_id);
+  sqlite3_bind_int64(st, 2, problem_id);
+  sqlite3_bind_int64(st, 3, device_id);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    s->last = st;
+    *status = (const char *)sqlite3_column_text(st, 0);
+    *time_us = sqlite3_column_double(st, 1);
+    return AT_OK;
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) return sql_fail(s, "get result", rc, __FILE__, __LINE__);
+  return AT_OK;
+}
+
+typedef struct retime_ctx {
+  int64_t cand, problem, device, run;
+  double us;
+  const char *name;
+} retime_ctx;
+
+static int retime_tx(at_store *s, void *p) {
+  retime_ctx *c = p;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "UPDATE results SET retime_us=? WHERE candidate_id=? AND problem_id=? AND device_id=?",
+                                  -1, &st, NULL));
+  sqlite3_bind_double(st, 1, c->us);
+  sqlite3_bind_int64(st, 2, c->cand);
+  sqlite3_bind_int64(st, 3, c->problem);
+  sqlite3_bind_int64(st, 4, c->device);
+  return step_done(s, st);
+}
+
+int at_store_set_retime(at_store *s, int64_t candidate_id, int64_t problem_id, int64_t device_id, double retime_us) {
+  retime_ctx c = {candidate_id, problem_id, device_id, 0, retime_us, NULL};
+  return at_store_tx(s, retime_tx, &c);
+}
+
+static int winner_tx(at_store *s, void *p) {
+  retime_ctx *c = p;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "INSERT OR REPLACE INTO winners(problem_id, device_id, candidate_id, time_us, run_id,"
+                                  " decided) VALUES(?,?,?,?,?,?)",
+                                  -1, &st, NULL));
+  char *now = at_utc_now_iso();
+  sqlite3_bind_int64(st, 1, c->problem);
+  sqlite3_bind_int64(st, 2, c->device);
+  sqlite3_bind_int64(st, 3, c->cand);
+  sqlite3_bind_double(st, 4, c->us);
+  bind_id(st, 5, c->run);
+  bind_text(st, 6, now);
+  free(now);
+  return step_done(s, st);
+}
+
+int at_store_put_winner(at_store *s, int64_t problem_id, int64_t device_id, int64_t candidate_id, double time_us,
+                        int64_t run_id) {
+  retime_ctx c = {candidate_id, problem_id, device_id, run_id, time_us, NULL};
+  return at_store_tx(s, winner_tx, &c);
+}
+
+static int baseline_tx(at_store *s, void *p) {
+  retime_ctx *c = p;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "INSERT OR REPLACE INTO baselines(problem_id, device_id, name, time_us, run_id)"
+                                  " VALUES(?,?,?,?,?)",
+                                  -1, &st, NULL));
+  sqlite3_bind_int64(st, 1, c->problem);
+  sqlite3_bind_int64(st, 2, c->device);
+  bind_text(st, 3, c->name);
+  sqlite3_bind_double(st, 4, c->us);
+  bind_id(st, 5, c->run);
+  return step_done(s, st);
+}
+
+int at_store_put_baseline(at_store *s, int64_t problem_id, int64_t device_id, int64_t run_id, const char *name,
+                          double time_us) {
+  retime_ctx c = {0, problem_id, device_id, run_id, time_us, name};
+  return at_store_tx(s, baseline_tx, &c);
+}
+
+/* ---- reading what was tuned ------------------------------------------------------------------- */
+
+int at_store_devices(at_store *s, at_device_entry **out, size_t *n) {
+  finalize_last(s);
+  *out = NULL;
+  *n = 0;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, "SELECT id, name, arch, cc FROM devices ORDER BY id", -1, &st, NULL));
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    *out = at_xrealloc(*out, sizeof **out * (*n + 1));
+    at_device_entry *d = &(*out)[(*n)++];
+    d->id = sqlite3_column_int64(st, 0);
+    snprintf(d->name, sizeof d->name, "%s", (const char *)sqlite3_column_text(st, 1));
+    snprintf(d->arch, sizeof d->arch, "%s", (const char *)sqlite3_column_text(st, 2));
+    d->cc = sqlite3_column_int(st, 3);
+  }
+  sqlite3_finalize(st);
+  SQL_CHECK(s, rc);
+  return AT_OK;
+}
+
+/* Candidates of the newest version of each variant (op, name): the only ones export trusts. */
+#define CURRENT_CANDIDATES                                                                                            \
+  "SELECT c.id FROM candidates c WHERE c.variant_id IN (SELECT max(id) FROM variants GROUP BY op, name)"
+
+int at_store_tuned_nks(at_store *s, const char *op, int64_t device_id, at_tuned_nk **out, size_t *n) {
+  finalize_last(s);
+  *out = NULL;
+  *n = 0;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "SELECT DISTINCT p.op, p.tag, p.n, p.k FROM results r JOIN problems p ON p.id=r.problem_id"
+                                  " WHERE r.status='ok' AND r.device_id=?1 AND (?2 IS NULL OR p.op=?2)"
+                                  " AND r.candidate_id IN (" CURRENT_CANDIDATES ") ORDER BY p.op, p.tag, p.n, p.k",
+                                  -1, &st, NULL));
+  sqlite3_bind_int64(st, 1, device_id);
+  bind_text(st, 2, op);
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    *out = at_xrealloc(*out, sizeof **out * (*n + 1));
+    at_tuned_nk *t = &(*out)[(*n)++];
+    snprintf(t->op, sizeof t->op, "%s", (const char *)sqlite3_column_text(st, 0));
+    snprintf(t->tag, sizeof t->tag, "%s", (const char *)sqlite3_column_text(st, 1));
+    t->n = sqlite3_column_int64(st, 2);
+    t->k = sqlite3_column_int64(st, 3);
+  }
+  sqlite3_finalize(st);
+  SQL_CHECK(s, rc);
+  return AT_OK;
+}
+
+int at_store_tuned_rows(at_store *s, const char *op, const char *tag, int64_t device_id, int64_t n, int64_t k,
+                        at_tuned_row **out, size_t *count) {
+  finalize_last(s);
+  *out = NULL;
+  *count = 0;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "SELECT p.m, r.candidate_id, r.time_us, EXISTS(SELECT 1 FROM winners w WHERE"
+                                  " w.problem_id=p.id AND w.device_id=r.device_id AND w.candidate_id=r.candidate_id)"
+                                  " FROM results r JOIN problems p ON p.id=r.problem_id WHERE r.status='ok'"
+                                  " AND r.time_us > 0 AND r.device_id=?1 AND p.op=?2 AND p.tag=?3 AND p.n=?4 AND p.k=?5"
+                                  " AND r.candidate_id IN (" CURRENT_CANDIDATES ") ORDER BY p.m, r.candidate_id",
+                                  -1, &st, NULL));
+  sqlite3_bind_int64(st, 1, device_id);
+  bind_text(st, 2, op);
+  bind_text(st, 3, tag);
+  sqlite3_bind_int64(st, 4, n);
+  sqlite3_bind_int64(st, 5, k);
+  int rc;
+  size_t cap = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*count == cap) {
+      cap = cap ? cap * 2 : 256;
+      *out = at_xrealloc(*out, sizeof **out * cap);
+    }
+    at_tuned_row *t = &(*out)[(*count)++];
+    t->m = sqlite3_column_int64(st, 0);
+    t->candidate_id = sqlite3_column_int64(st, 1);
+    t->time_us = sqlite3_column_double(st, 2);
+    t->winner = sqlite3_column_int(st, 3);
+  }
+  sqlite3_finalize(st);
+  SQL_CHECK(s, rc);
+  return AT_OK;
+}
+
+int at_store_candidate_config(at_store *s, int64_t candidate_id, at_config *out) {
+  finalize_last(s);
+  memset(out, 0, sizeof *out);
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "SELECT v.name, v.family, v.template, v.entry, c.params FROM candidates c JOIN variants v"
+                                  " ON v.id=c.variant_id WHERE c.id=?",
+                                  -1, &st, NULL));
+  sqlite3_bind_int64(st, 1, candidate_id);
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_ROW) {
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? at_fail(AT_ERR_RUNTIME, "candidate %lld is not in the DB", (long long)candidate_id)
+                             : sql_fail(s, "candidate config", rc, __FILE__, __LINE__);
+  }
+  const char *tpl = (const char *)sqlite3_column_text(st, 2);
+  const char *base = strrchr(tpl, '/');
+  snprintf(out->variant, sizeof out->variant, "%s", (const char *)sqlite3_column_text(st, 0));
+  snprintf(out->family, sizeof out->family, "%s", (const char *)sqlite3_column_text(st, 1));
+  snprintf(out->template_name, sizeof out->template_name, "%s", base ? base + 1 : tpl);
+  snprintf(out->entry, sizeof out->entry, "%s", (const char *)sqlite3_column_text(st, 3));
+  char *params = at_xstrdup((const char *)sqlite3_column_text(st, 4));
+  sqlite3_finalize(st);
+  rc = at_config_set_params(out, params);
+  free(params);
+  out->valid = rc == AT_OK;
+  return rc;
+}

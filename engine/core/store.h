@@ -1,0 +1,145 @@
+/* store.h: the SQLite store of everything a tuning run learns (schema: docs/formats.md).
+ *
+ * Invariants:
+ *  - The schema version is PRAGMA user_version; a DB from a newer autotune is refused.
+ *  - WAL mode, synchronous=NORMAL: a crash or SIGKILL loses at most the transaction in flight,
+ *    never corrupts the file.
+ *  - Each finished piece of work (one compile, one result, one run's pruning counts) is its own
+ *    transaction, opened with BEGIN IMMEDIATE and retried on SQLITE_BUSY, so several tuners can
+ *    share one DB file and a killed run keeps everything it finished.
+ *  - Rows are keyed by content (compile key, problem, device), so re-running finds its work. */
+#ifndef AT_STORE_H
+#define AT_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define AT_STORE_SCHEMA_VERSION 1
+
+typedef struct at_store at_store;
+
+/* Opens (creating the file, its directory and the schema when missing). */
+int at_store_open(const char *path, at_store **out);
+/* Opens an existing DB read-only; fails when it is missing or not an autotune DB. */
+int at_store_open_readonly(const char *path, at_store **out);
+void at_store_close(at_store *s);
+const char *at_store_path(const at_store *s);
+
+typedef struct at_run_info {
+  const char *space_path, *space_hash, *op, *tag, *arch, *nvrtc, *command;
+} at_run_info;
+
+int at_store_begin_run(at_store *s, const at_run_info *info, int64_t *run_id);
+int at_store_end_run(at_store *s, int64_t run_id, const char *status);
+
+int at_store_variant(at_store *s, const char *op, const char *name, const char *family, const char *template_path,
+                     const char *entry, const char *source_hash, int64_t *id);
+
+typedef struct at_cand_row {
+  int64_t id;
+  const char *compile_key;
+  int64_t variant_id;
+  const char *params, *name_expr, *arch;
+  int ok;           /* compiled; 0 = compile_error */
+  const char *log;  /* excerpt */
+  const char *lowered_name;
+  int regs, spill_stores, spill_loads, static_smem, stack_bytes;
+  int64_t threads, smem_bytes;
+  double compile_ms;
+  const char *cubin_hash;
+  int quarantined;
+  int64_t run_id;
+} at_cand_row;
+
+/* Looks a candidate up by compile key. *found = 0 when absent. The strings in row stay valid
+ * until the next call on the store. */
+int at_store_find_candidate(at_store *s, const char *compile_key, at_cand_row *row, int *found);
+/* Inserts a compiled (or failed) candidate; *id is its row id. */
+int at_store_put_candidate(at_store *s, const at_cand_row *row, int64_t *id);
+int at_store_quarantine(at_store *s, int64_t candidate_id);
+
+typedef struct at_prune_row {
+  int64_t variant_id;
+  const char *rule;
+  int per_shape;
+  int64_t count;
+} at_prune_row;
+int at_store_put_pruned(at_store *s, int64_t run_id, const at_prune_row *rows, int n);
+
+int at_store_problem(at_store *s, const char *op, const char *tag, int64_t m, int64_t n, int64_t k, int64_t *id);
+
+typedef struct at_device_row {
+  const char *name, *arch, *uuid, *driver;
+  int cc, sm_count;
+  int64_t l2_bytes, smem_per_block, mem_bytes;
+} at_device_row;
+int at_store_device(at_store *s, const at_device_row *d, int64_t *id);
+int at_store_run_device(at_store *s, int64_t run_id, int64_t device_id, double peak_tflops, double peak_gbs);
+
+typedef struct at_result_row {
+  int64_t candidate_id, problem_id, device_id, run_id;
+  const char *status; /* ok wrong fault timeout resources quarantined */
+  double time_us, time_min_us, time_max_us;
+  int samples, cut, sets;
+  double tflops, gbs, roofline_pct;
+  int occupancy;
+  double max_abs_err;
+  int64_t bad_count, first_bad;
+  const char *message;
+  int64_t seed;
+} at_result_row;
+
+/* Replaces any earlier result of the same (candidate, problem, device). */
+int at_store_put_result(at_store *s, const at_result_row *r);
+/* *status gets the stored status ("" when none), *time_us its time; strings valid until the next
+ * call. */
+int at_store_get_result(at_store *s, int64_t candidate_id, int64_t problem_id, int64_t device_id, const char **status,
+                        double *time_us);
+int at_store_set_retime(at_store *s, int64_t candidate_id, int64_t problem_id, int64_t device_id, double retime_us);
+int at_store_put_winner(at_store *s, int64_t problem_id, int64_t device_id, int64_t candidate_id, double time_us,
+                        int64_t run_id);
+int at_store_put_baseline(at_store *s, int64_t problem_id, int64_t device_id, int64_t run_id, const char *name,
+                          double time_us);
+
+/* ---- reading what was tuned (export, query, runtime) ---- */
+
+typedef struct at_device_entry {
+  int64_t id;
+  char name[128];
+  char arch[16];
+  int cc;
+} at_device_entry;
+int at_store_devices(at_store *s, at_device_entry **out, size_t *n);
+
+typedef struct at_tuned_nk {
+  char op[64], tag[64];
+  int64_t n, k;
+} at_tuned_nk;
+/* The distinct (op, tag, N, K) with checked results on a device; op NULL for all ops. */
+int at_store_tuned_nks(at_store *s, const char *op, int64_t device_id, at_tuned_nk **out, size_t *n);
+
+typedef struct at_tuned_row {
+  int64_t m, candidate_id;
+  double time_us;
+  int winner; /* the re-timed winner of its M */
+} at_tuned_row;
+/* Every checked (ok) result of one (op, tag, N, K) on a device, from the newest version of each
+ * template variant only: results of a template that has changed since are stale. */
+int at_store_tuned_rows(at_store *s, const char *op, const char *tag, int64_t device_id, int64_t n, int64_t k,
+                        at_tuned_row **out, size_t *count);
+
+struct at_config;
+/* The configuration of a candidate: its variant's instantiation rule and its parameters. */
+int at_store_candidate_config(at_store *s, int64_t candidate_id, struct at_config *out);
+
+/* Runs one SQL statement with no result rows (for tests and maintenance). */
+int at_store_exec(at_store *s, const char *sql);
+/* The single integer a query returns (for tests and summaries); *out = -1 when no row. */
+int at_store_query_int(at_store *s, const char *sql, int64_t *out);
+
+/* The raw handle, for the export and runtime queries that live in their own files. */
+struct sqlite3 *at_store_db(at_store *s);
+/* Runs fn inside BEGIN IMMEDIATE ... COMMIT, retrying on SQLITE_BUSY. */
+int at_store_tx(at_store *s, int (*fn)(at_store *s, void *ctx), void *ctx);
+
+#endif

@@ -1,0 +1,246 @@
+/* util.c: see util.h. */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static void oom(size_t n) {
+  fprintf(stderr, "autotune: out of memory (%zu bytes)\n", n);
+  abort();
+}
+
+void *at_xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) oom(n);
+  return p;
+}
+
+void *at_xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) oom(n * size);
+  return p;
+}
+
+void *at_xrealloc(void *p, size_t n) {
+  p = realloc(p, n ? n : 1);
+  if (!p) oom(n);
+  return p;
+}
+
+char *at_xstrdup(const char *s) { return at_xstrndup(s, strlen(s)); }
+
+char *at_xstrndup(const char *s, size_t n) {
+  char *p = at_xmalloc(n + 1);
+  memcpy(p, s, n);
+  p[n] = 0;
+  return p;
+}
+
+char *at_xasprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *p = at_xmalloc((size_t)n + 1);
+  va_start(ap, fmt);
+  vsnprintf(p, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return p;
+}
+
+static void buf_reserve(at_buf *b, size_t extra) {
+  if (b->len + extra + 1 <= b->cap) return;
+  size_t cap = b->cap ? b->cap : 64;
+  while (cap < b->len + extra + 1) cap *= 2;
+  b->data = at_xrealloc(b->data, cap);
+  b->cap = cap;
+}
+
+void at_buf_append(at_buf *b, const void *data, size_t n) {
+  buf_reserve(b, n);
+  memcpy(b->data + b->len, data, n);
+  b->len += n;
+  b->data[b->len] = 0;
+}
+
+void at_buf_puts(at_buf *b, const char *s) { at_buf_append(b, s, strlen(s)); }
+
+void at_buf_printf(at_buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  buf_reserve(b, (size_t)n);
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+void at_buf_json_string(at_buf *b, const char *s) {
+  at_buf_puts(b, "\"");
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    switch (*p) {
+    case '"': at_buf_puts(b, "\\\""); break;
+    case '\\': at_buf_puts(b, "\\\\"); break;
+    case '\n': at_buf_puts(b, "\\n"); break;
+    case '\r': at_buf_puts(b, "\\r"); break;
+    case '\t': at_buf_puts(b, "\\t"); break;
+    default:
+      if (*p < 0x20)
+        at_buf_printf(b, "\\u%04x", *p);
+      else
+        at_buf_append(b, p, 1);
+    }
+  }
+  at_buf_puts(b, "\"");
+}
+
+void at_buf_free(at_buf *b) {
+  free(b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+}
+
+char *at_buf_steal(at_buf *b) {
+  char *s = b->data ? b->data : at_xstrdup("");
+  b->data = NULL;
+  b->len = b->cap = 0;
+  return s;
+}
+
+int at_read_file(const char *path, size_t max_size, char **data, size_t *size) {
+  *data = NULL;
+  *size = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return at_fail(errno == ENOENT ? AT_ERR_INPUT : AT_ERR_RUNTIME, "%s: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return at_fail(AT_ERR_INPUT, "%s: not a regular file", path);
+  }
+  if (max_size && (size_t)st.st_size > max_size) {
+    fclose(f);
+    return at_fail(AT_ERR_INPUT, "%s:1:1: file is %lld bytes, over the limit of %zu bytes", path,
+                   (long long)st.st_size, max_size);
+  }
+  size_t n = (size_t)st.st_size;
+  char *p = at_xmalloc(n + 1);
+  size_t got = fread(p, 1, n, f);
+  int err = ferror(f);
+  fclose(f);
+  if (err || got != n) {
+    free(p);
+    return at_fail(AT_ERR_RUNTIME, "%s: read failed", path);
+  }
+  p[n] = 0;
+  *data = p;
+  *size = n;
+  return AT_OK;
+}
+
+int at_write_file_atomic(const char *path, const void *data, size_t size) {
+  char *tmp = at_xasprintf("%s.tmp.%ld", path, (long)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    int rc = at_fail(AT_ERR_RUNTIME, "%s: %s", tmp, strerror(errno));
+    free(tmp);
+    return rc;
+  }
+  const char *p = data;
+  size_t left = size;
+  while (left) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      int rc = at_fail(AT_ERR_RUNTIME, "%s: write: %s", tmp, strerror(errno));
+      close(fd);
+      unlink(tmp);
+      free(tmp);
+      return rc;
+    }
+    p += w;
+    left -= (size_t)w;
+  }
+  if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+    int rc = at_fail(AT_ERR_RUNTIME, "%s: %s", path, strerror(errno));
+    unlink(tmp);
+    free(tmp);
+    return rc;
+  }
+  free(tmp);
+  return AT_OK;
+}
+
+int at_mkdirs(const char *path) {
+  char *p = at_xstrdup(path);
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = 0;
+    if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+      int rc = at_fail(AT_ERR_RUNTIME, "mkdir %s: %s", p, strerror(errno));
+      free(p);
+      return rc;
+    }
+    *s = '/';
+  }
+  int rc = AT_OK;
+  if (mkdir(p, 0755) != 0 && errno != EEXIST) rc = at_fail(AT_ERR_RUNTIME, "mkdir %s: %s", p, strerror(errno));
+  free(p);
+  return rc;
+}
+
+char *at_dirname(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return at_xstrdup(".");
+  if (slash == path) return at_xstrdup("/");
+  return at_xstrndup(path, (size_t)(slash - path));
+}
+
+char *at_path_join(const char *dir, const char *name) {
+  if (name[0] == '/' || !dir || !dir[0]) return at_xstrdup(name);
+  size_t n = strlen(dir);
+  return at_xasprintf("%s%s%s", dir, (n && dir[n - 1] == '/') ? "" : "/", name);
+}
+
+int at_file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+double at_now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+char *at_utc_now_iso(void) {
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  char s[32];
+  strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return at_xstrdup(s);
+}
+
+int at_cpu_count(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+int at_parse_i64(const char *s, int64_t *out) {
+  if (!s || !*s) return -1;
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end) return -1;
+  *out = v;
+  return 0;
+}

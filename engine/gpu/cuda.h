@@ -1,0 +1,82 @@
+/* cuda.h: the CUDA driver API, opened with dlopen("libcuda.so.1") on first use, so that autotune
+ * starts (and compiles, and records) on a machine with no GPU driver at all.
+ *
+ * Only worker processes and the runtime library call into it: the tuner's parent process never
+ * touches CUDA (a faulting kernel leaves a context that cannot be used again). */
+#ifndef AT_GPU_CUDA_H
+#define AT_GPU_CUDA_H
+
+#include <cuda.h>
+
+#include "../core/error.h"
+
+/* field, prototype (from cuda.h, after its versioning macros), exported symbol */
+#define AT_CUDA_FUNCS(X)                                                                                               \
+  X(Init, cuInit, "cuInit")                                                                                            \
+  X(DriverGetVersion, cuDriverGetVersion, "cuDriverGetVersion")                                                        \
+  X(DeviceGetCount, cuDeviceGetCount, "cuDeviceGetCount")                                                              \
+  X(DeviceGet, cuDeviceGet, "cuDeviceGet")                                                                             \
+  X(DeviceGetName, cuDeviceGetName, "cuDeviceGetName")                                                                 \
+  X(DeviceGetAttribute, cuDeviceGetAttribute, "cuDeviceGetAttribute")                                                 \
+  X(DeviceTotalMem, cuDeviceTotalMem, "cuDeviceTotalMem_v2")                                                           \
+  X(DeviceGetUuid, cuDeviceGetUuid, "cuDeviceGetUuid_v2")                                                              \
+  X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")                                      \
+  X(CtxSetCurrent, cuCtxSetCurrent, "cuCtxSetCurrent")                                                                 \
+  X(CtxGetCurrent, cuCtxGetCurrent, "cuCtxGetCurrent")                                                                 \
+  X(CtxGetDevice, cuCtxGetDevice, "cuCtxGetDevice")                                                                    \
+  X(CtxSynchronize, cuCtxSynchronize, "cuCtxSynchronize")                                                              \
+  X(ModuleLoadData, cuModuleLoadData, "cuModuleLoadData")                                                              \
+  X(ModuleUnload, cuModuleUnload, "cuModuleUnload")                                                                    \
+  X(ModuleGetFunction, cuModuleGetFunction, "cuModuleGetFunction")                                                     \
+  X(FuncSetAttribute, cuFuncSetAttribute, "cuFuncSetAttribute")                                                        \
+  X(FuncGetAttribute, cuFuncGetAttribute, "cuFuncGetAttribute")                                                        \
+  X(LaunchKernel, cuLaunchKernel, "cuLaunchKernel")                                                                    \
+  X(MemAlloc, cuMemAlloc, "cuMemAlloc_v2")                                                                             \
+  X(MemFree, cuMemFree, "cuMemFree_v2")                                                                                \
+  X(MemGetInfo, cuMemGetInfo, "cuMemGetInfo_v2")                                                                       \
+  X(MemcpyHtoD, cuMemcpyHtoD, "cuMemcpyHtoD_v2")                                                                       \
+  X(MemcpyDtoH, cuMemcpyDtoH, "cuMemcpyDtoH_v2")                                                                       \
+  X(MemcpyDtoDAsync, cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")                                                        \
+  X(MemsetD8Async, cuMemsetD8Async, "cuMemsetD8Async")                                                                 \
+  X(MemsetD16Async, cuMemsetD16Async, "cuMemsetD16Async")                                                              \
+  X(StreamCreate, cuStreamCreate, "cuStreamCreate")                                                                    \
+  X(StreamDestroy, cuStreamDestroy, "cuStreamDestroy_v2")                                                              \
+  X(StreamSynchronize, cuStreamSynchronize, "cuStreamSynchronize")                                                     \
+  X(StreamQuery, cuStreamQuery, "cuStreamQuery")                                                                       \
+  X(EventCreate, cuEventCreate, "cuEventCreate")                                                                       \
+  X(EventDestroy, cuEventDestroy, "cuEventDestroy_v2")                                                                 \
+  X(EventRecord, cuEventRecord, "cuEventRecord")                                                                       \
+  X(EventSynchronize, cuEventSynchronize, "cuEventSynchronize")                                                        \
+  X(EventElapsedTime, cuEventElapsedTime, "cuEventElapsedTime_v2")                                                     \
+  X(StreamBeginCapture, cuStreamBeginCapture, "cuStreamBeginCapture_v2")                                               \
+  X(StreamEndCapture, cuStreamEndCapture, "cuStreamEndCapture")                                                        \
+  X(GraphInstantiate, cuGraphInstantiate, "cuGraphInstantiateWithFlags")                                               \
+  X(GraphLaunch, cuGraphLaunch, "cuGraphLaunch")                                                                       \
+  X(GraphExecDestroy, cuGraphExecDestroy, "cuGraphExecDestroy")                                                        \
+  X(GraphDestroy, cuGraphDestroy, "cuGraphDestroy")                                                                    \
+  X(OccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor,                            \
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor")                                                                     \
+  X(GetErrorName, cuGetErrorName, "cuGetErrorName")                                                                    \
+  X(GetErrorString, cuGetErrorString, "cuGetErrorString")
+
+typedef struct at_cuda_api {
+#define AT_CUDA_FIELD(field, proto, sym) __typeof__(&proto) field;
+  AT_CUDA_FUNCS(AT_CUDA_FIELD)
+#undef AT_CUDA_FIELD
+} at_cuda_api;
+
+/* The table, loaded (and cuInit called) on first use; thread-safe. Fails with AT_ERR_RUNTIME and
+ * a plain message ("no NVIDIA driver: libcuda.so.1 ...") when there is no driver. */
+int at_cuda_load(const at_cuda_api **out);
+/* The table once loaded (NULL before); for the check macro. */
+extern const at_cuda_api *at_cu;
+
+const char *at_cu_error_name(CUresult r);
+const char *at_cu_error_text(CUresult r);
+
+#define CU_CHECK(expr) AT_API_CHECK("CUDA", CUresult, expr, CUDA_SUCCESS, at_cu_error_name, at_cu_error_text)
+
+/* Errors after which the context is unusable: the process must end. */
+int at_cu_is_sticky(CUresult r);
+
+#endif

@@ -1,0 +1,58 @@
+/* gpuctx.c: see gpuctx.h. */
+#include "gpuctx.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/cache.h"
+#include "../core/jit.h"
+#include "../core/util.h"
+#include "devinfo.h"
+
+int at_gpu_open(int ordinal, at_gpu *g) {
+  const at_cuda_api *cu;
+  memset(g, 0, sizeof *g);
+  AT_TRY(at_cuda_load(&cu));
+  AT_TRY(at_gpu_device_info(ordinal, &g->info));
+  CU_CHECK(cu->DeviceGet(&g->dev, ordinal));
+  CU_CHECK(cu->DevicePrimaryCtxRetain(&g->ctx, g->dev));
+  CU_CHECK(cu->CtxSetCurrent(g->ctx));
+  CU_CHECK(cu->StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING));
+  at_arch_for_cc(g->info.cc, g->arch);
+  return AT_OK;
+}
+
+int at_gpu_support_module(const at_gpu *g, const char *file, CUmodule *out) {
+  char *path = at_path_join(at_templates_dir(), file);
+  at_jit_source *src = NULL;
+  int rc = at_jit_source_load(path, at_templates_dir(), &src);
+  free(path);
+  AT_TRY(rc);
+  char *cache = at_cache_dir();
+  at_jit_options o = {g->arch, 0};
+  at_jit_result r;
+  rc = at_jit_compile(src, NULL, &o, cache, &r);
+  free(cache);
+  at_jit_source_free(src);
+  AT_TRY(rc);
+  if (!r.ok) {
+    rc = at_fail(AT_ERR_RUNTIME, "support kernels %s do not compile:\n%s", file, r.log);
+    at_jit_result_free(&r);
+    return rc;
+  }
+  CUresult cr = at_cu->ModuleLoadData(out, r.cubin);
+  at_jit_result_free(&r);
+  CU_CHECK(cr);
+  return AT_OK;
+}
+
+int at_gpu_alloc(CUdeviceptr *p, size_t bytes) {
+  *p = 0;
+  CU_CHECK(at_cu->MemAlloc(p, bytes ? bytes : 256));
+  return AT_OK;
+}
+
+void at_gpu_free(CUdeviceptr *p) {
+  if (*p) at_cu->MemFree(*p);
+  *p = 0;
+}

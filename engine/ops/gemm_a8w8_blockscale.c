@@ -1,0 +1,118 @@
+/* gemm_a8w8_blockscale.c: the FP8 blockscale GEMM, CPU side: shape rules, the launch geometry of
+ * the `mma` template family, derived values for constraints, FLOPs and bytes.
+ *
+ * The launch rules here and the kernel in templates/gemm_a8w8_blockscale_mma.cuh must agree; the
+ * kernel traps when it is given less shared memory or other threads than these rules promise, so a
+ * disagreement is a recorded fault, never a silent wrong answer. */
+#include <string.h>
+
+#include "../../templates/gemm_a8w8_blockscale_args.h"
+#include "../core/error.h"
+#include "op.h"
+
+static const char *const FAMILIES[] = {"mma", NULL};
+static const char *const DERIVED[] = {"threads", "smem_bytes", NULL};
+static const char *const MMA_PARAMS[] = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "WARPS_M", "WARPS_N", "STAGES", "SPLIT_K",
+                                         NULL};
+
+static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
+
+/* Bytes of one pipeline stage of the mma family: the A and B tiles (128 bytes of K per row), the
+ * A scales of the tile's rows, and up to four B scales; padded to 128 bytes. */
+static int64_t mma_stage_bytes(int64_t bm, int64_t bn) { return align_up((bm + bn) * 128 + bm * 4 + 16, 128); }
+
+static int has_param(const at_params *p, const char *name) {
+  for (size_t i = 0; i < p->n; i++)
+    if (strcmp(p->names[i], name) == 0) return 1;
+  return 0;
+}
+
+/* The ranges the mma template accepts (the rest of its rules are static_asserts, reported as
+ * compile errors, or constraints of the space). The bounds also keep the launch arithmetic far
+ * from overflow. */
+static int check_param(const char *family, const char *name, int64_t v) {
+  if (strcmp(family, "mma") != 0) return AT_OK;
+  static const struct {
+    const char *name;
+    int64_t lo, hi;
+  } RANGE[] = {{"BLOCK_M", 16, 512}, {"BLOCK_N", 16, 512}, {"BLOCK_K", 128, 128}, {"WARPS_M", 1, 16},
+               {"WARPS_N", 1, 16},   {"STAGES", 2, 16},    {"GROUP_M", 1, 64},    {"SPLIT_K", 1, 64},
+               {"B_HINT", 0, 2}};
+  for (size_t i = 0; i < sizeof RANGE / sizeof RANGE[0]; i++)
+    if (strcmp(RANGE[i].name, name) == 0 && (v < RANGE[i].lo || v > RANGE[i].hi))
+      return at_fail(AT_ERR_INPUT, "%s = %lld is outside %lld..%lld for family mma", name, (long long)v,
+                     (long long)RANGE[i].lo, (long long)RANGE[i].hi);
+  return AT_OK;
+}
+
+static int derive(const char *family, const at_params *p, int64_t *out) {
+  if (strcmp(family, "mma") != 0) return at_fail(AT_ERR_INPUT, "unknown family '%s' (gemm_a8w8_blockscale has: mma)", family);
+  for (const char *const *n = MMA_PARAMS; *n; n++) {
+    if (!has_param(p, *n)) return at_fail(AT_ERR_INPUT, "family mma needs the parameter %s", *n);
+    AT_TRY(check_param(family, *n, at_params_get(p, *n, 0)));
+  }
+  int64_t bm = at_params_get(p, "BLOCK_M", 0), bn = at_params_get(p, "BLOCK_N", 0);
+  out[0] = at_params_get(p, "WARPS_M", 0) * at_params_get(p, "WARPS_N", 0) * 32;
+  out[1] = at_params_get(p, "STAGES", 0) * mma_stage_bytes(bm, bn);
+  return AT_OK;
+}
+
+static int check_shape(const at_shape *s, int *dim) {
+  const int64_t big = (int64_t)1 << 30;
+  *dim = 0;
+  if (s->m < 1) return at_fail(AT_ERR_INPUT, "M must be at least 1 (got %lld)", (long long)s->m);
+  if (s->m > big) return at_fail(AT_ERR_INPUT, "M must be at most 2^30 (got %lld)", (long long)s->m);
+  *dim = 1;
+  if (s->n < 8 || s->n % 8) return at_fail(AT_ERR_INPUT, "N must be a positive multiple of 8 (got %lld)", (long long)s->n);
+  if (s->n > big) return at_fail(AT_ERR_INPUT, "N must be at most 2^30 (got %lld)", (long long)s->n);
+  *dim = 2;
+  if (s->k < 128 || s->k % 128)
+    return at_fail(AT_ERR_INPUT, "K must be a positive multiple of 128 (got %lld)", (long long)s->k);
+  if (s->k > big) return at_fail(AT_ERR_INPUT, "K must be at most 2^30 (got %lld)", (long long)s->k);
+  return AT_OK;
+}
+
+static int launch(const char *family, const at_params *p, const at_shape *s, at_launch *out) {
+  int64_t derived[2];
+  AT_TRY(derive(family, p, derived));
+  int64_t bm = at_params_get(p, "BLOCK_M", 0), bn = at_params_get(p, "BLOCK_N", 0);
+  int64_t split = at_params_get(p, "SPLIT_K", 1);
+  int64_t tiles = div_up(s->m, bm) * div_up(s->n, bn);
+  if (tiles > 0x7fffffff || split > 65535) return at_fail(AT_ERR_INPUT, "grid too large for M=%lld N=%lld", (long long)s->m, (long long)s->n);
+  memset(out, 0, sizeof *out);
+  out->grid[0] = (unsigned)tiles;
+  out->grid[1] = 1;
+  out->grid[2] = (unsigned)split;
+  out->block[0] = (unsigned)derived[0];
+  out->block[1] = out->block[2] = 1;
+  out->smem_bytes = (unsigned)derived[1];
+  /* Split-K: one arrival counter per tile, then every split's fp32 partial tile. */
+  out->workspace_bytes = split > 1 ? (size_t)(align_up(tiles * 4, 256) + split * tiles * bm * bn * 4) : 0;
+  return AT_OK;
+}
+
+static double flops(const at_shape *s) { return 2.0 * (double)s->m * (double)s->n * (double)s->k; }
+
+static double min_bytes(const at_shape *s) {
+  double m = (double)s->m, n = (double)s->n, k = (double)s->k;
+  return m * k + n * k + m * (k / 128) * 4 + ((double)((s->n + 127) / 128)) * (k / 128) * 4 + m * n * 2;
+}
+
+const at_op at_op_gemm_a8w8_blockscale = {
+    .name = "gemm_a8w8_blockscale",
+    .builtin = {"mma", "mma", "gemm_a8w8_blockscale_mma.cuh",
+                "gemm_a8w8_blockscale_mma<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES, GROUP_M, SPLIT_K, B_HINT>",
+                "{\"BLOCK_K\":128,\"BLOCK_M\":64,\"BLOCK_N\":128,\"B_HINT\":0,\"GROUP_M\":8,\"SPLIT_K\":1,"
+                "\"STAGES\":3,\"WARPS_M\":2,\"WARPS_N\":2}"},
+    .families = FAMILIES,
+    .derived = DERIVED,
+    .derive = derive,
+    .check_param = check_param,
+    .check_shape = check_shape,
+    .launch = launch,
+    .flops = flops,
+    .min_bytes = min_bytes,
+};
+
+_Static_assert(sizeof(at_gemm_a8w8_blockscale_args) == 64, "kernel ABI struct changed size");

@@ -1,0 +1,37 @@
+/* gpu_op.h: the GPU half of an operator, used by worker processes only: input sets, the
+ * reference output, the kernel's parameter block, and the baselines a user compares against. */
+#ifndef AT_GPU_OP_H
+#define AT_GPU_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../gpu/bench.h"
+#include "../gpu/gpuctx.h"
+#include "op.h"
+
+typedef struct at_gpu_op {
+  const char *name;
+  /* Distinct bytes one input set holds (inputs and output), to size the rotation. */
+  double (*set_bytes)(const at_shape *s);
+  /* Allocates `sets` input sets with random data (set i from seed and i) and the reference
+   * output of set 0. */
+  int (*setup)(const at_gpu *g, const at_shape *s, uint64_t seed, int sets, void **state);
+  void (*teardown)(void *state);
+  /* The output buffer of a set: bf16 elements. */
+  void (*output)(void *state, int set, CUdeviceptr *ptr, size_t *count);
+  /* The reference output of set 0, fp32, same element count. */
+  CUdeviceptr (*reference)(void *state);
+  /* Writes the kernel's parameter block for a set into buf; returns its size. */
+  size_t (*kernel_args)(void *state, int set, CUdeviceptr workspace, void *buf, size_t cap);
+  /* The cuBLAS FP32 GEMM that made the reference, timed. */
+  int (*time_reference)(void *state, const at_bench_cfg *cfg, at_bench_result *r);
+  /* The vendor's own kernel for this op, checked against the reference and timed; r->samples = 0
+   * with a note when it is not available. */
+  int (*time_vendor)(void *state, const at_bench_cfg *cfg, double atol, double rtol, at_bench_result *r, char *name,
+                     size_t name_len, char *note, size_t note_len);
+} at_gpu_op;
+
+const at_gpu_op *at_gpu_op_find(const char *name);
+
+#endif

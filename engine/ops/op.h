@@ -1,0 +1,63 @@
+/* op.h: what the engine needs to know about an operator, on the CPU side.
+ *
+ * An operator is one file in engine/ops/ (plus its GPU half, see gpu_op.h): the problem shape and
+ * its rules, the launch geometry of each template family it supports, the values it derives from
+ * a candidate's parameters for constraints (threads, shared memory), and its FLOP and byte counts.
+ * Nothing here touches CUDA: the parent process uses it to prune, and the worker to launch. */
+#ifndef AT_OP_H
+#define AT_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One candidate's parameters: values[i] is the value of names[i]. */
+typedef struct at_params {
+  const char *const *names;
+  const int64_t *values;
+  size_t n;
+} at_params;
+
+/* The value of a parameter, or dflt when the candidate does not have it. */
+int64_t at_params_get(const at_params *p, const char *name, int64_t dflt);
+
+typedef struct at_shape {
+  int64_t m, n, k;
+} at_shape;
+
+typedef struct at_launch {
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned smem_bytes;    /* dynamic shared memory per block */
+  size_t workspace_bytes; /* scratch the kernel needs, zeroed once before first use (split-K) */
+} at_launch;
+
+/* The configuration used when nothing was tuned for a shape: safe everywhere the op runs. */
+typedef struct at_builtin_config {
+  const char *variant, *family, *template_name, *entry, *params_json;
+} at_builtin_config;
+
+typedef struct at_op {
+  const char *name;
+  at_builtin_config builtin;
+  const char *const *families; /* template families the op knows, NULL-terminated */
+  const char *const *derived;  /* names derive() fills, NULL-terminated; usable in constraints */
+  /* Checks that a variant of this family has every parameter it needs, and fills derived[] (one
+   * value per name in ->derived) for one candidate. Fails with AT_ERR_INPUT naming the parameter. */
+  int (*derive)(const char *family, const at_params *p, int64_t *derived);
+  /* Checks one value of a parameter of a family (range, kind); AT_ERR_INPUT with the reason.
+   * Parameters the family does not know are accepted (they may reach the kernel only). */
+  int (*check_param)(const char *family, const char *name, int64_t value);
+  /* Checks a problem shape against the op's documented rules; AT_ERR_INPUT with the reason and
+   * *dim = 0, 1 or 2 for the dimension (M, N, K) at fault. */
+  int (*check_shape)(const at_shape *s, int *dim);
+  int (*launch)(const char *family, const at_params *p, const at_shape *s, at_launch *out);
+  double (*flops)(const at_shape *s);
+  double (*min_bytes)(const at_shape *s); /* each input read once, each output written once */
+} at_op;
+
+const at_op *at_op_find(const char *name);
+/* "a, b, c": the names of all known ops, for messages. */
+const char *at_op_names(void);
+size_t at_op_count_derived(const at_op *op);
+
+#endif

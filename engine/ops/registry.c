@@ -1,0 +1,37 @@
+/* registry.c: the tables of operators, CPU and GPU halves. A new operator adds a line to each. */
+#include <string.h>
+
+#include "gpu_op.h"
+#include "op.h"
+
+extern const at_op at_op_gemm_a8w8_blockscale;
+extern const at_gpu_op at_gpu_op_gemm_a8w8_blockscale;
+
+static const at_op *const OPS[] = {&at_op_gemm_a8w8_blockscale};
+static const at_gpu_op *const GPU_OPS[] = {&at_gpu_op_gemm_a8w8_blockscale};
+
+const at_gpu_op *at_gpu_op_find(const char *name) {
+  for (size_t i = 0; i < sizeof GPU_OPS / sizeof GPU_OPS[0]; i++)
+    if (strcmp(GPU_OPS[i]->name, name) == 0) return GPU_OPS[i];
+  return NULL;
+}
+
+const at_op *at_op_find(const char *name) {
+  for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++)
+    if (strcmp(OPS[i]->name, name) == 0) return OPS[i];
+  return NULL;
+}
+
+const char *at_op_names(void) { return "gemm_a8w8_blockscale"; }
+
+size_t at_op_count_derived(const at_op *op) {
+  size_t n = 0;
+  while (op->derived && op->derived[n]) n++;
+  return n;
+}
+
+int64_t at_params_get(const at_params *p, const char *name, int64_t dflt) {
+  for (size_t i = 0; i < p->n; i++)
+    if (strcmp(p->names[i], name) == 0) return p->values[i];
+  return dflt;
+}

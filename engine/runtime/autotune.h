@@ -1,0 +1,69 @@
+/* autotune.h: the runtime library. An inference process opens it once, then calls the op's launch
+ * function; the library picks the tuned kernel for the problem and the current GPU, compiles it on
+ * first use (sharing the tuner's compile cache), and launches it on the caller's stream.
+ *
+ * Lookup order (the same `autotune query` prints): the DB's results for the exact (N, K); the
+ * exported file for (N, K); the tag's default file; the op's built-in default. A missing, corrupt or
+ * wrong-schema DB or file is skipped with one warning on stderr.
+ *
+ * Cost: after the first call for a shape and device, a call does no SQL, no allocation and takes
+ * no lock; calls from several threads are safe. A DB rewritten by a tuner is noticed within a
+ * second, without a restart.
+ *
+ * All functions return AT_STATUS_OK, AT_STATUS_ERROR (CUDA, compile or I/O failure) or
+ * AT_STATUS_INVALID (an argument is wrong; the message names it); at_runtime_last_error() gives
+ * the calling thread's last message. docs/runtime.md is the reference. */
+#ifndef AUTOTUNE_H
+#define AUTOTUNE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AT_STATUS_OK 0
+#define AT_STATUS_ERROR 1
+#define AT_STATUS_INVALID 2
+
+typedef struct at_runtime at_runtime;
+
+typedef struct at_runtime_options {
+  const char *db_path;       /* a tuned DB, or NULL */
+  const char *configs_dir;   /* exported JSON files, or NULL */
+  const char *tag;           /* only configs of this tag (e.g. "A8W8_BLOCKSCALE"), or NULL for any */
+  const char *templates_dir; /* NULL: $AUTOTUNE_TEMPLATES, else the directory built in */
+  const char *cache_dir;     /* NULL: the tuner's ($AUTOTUNE_CACHE, else ~/.cache/autotune) */
+} at_runtime_options;
+
+int at_runtime_open(const at_runtime_options *options, at_runtime **out);
+void at_runtime_close(at_runtime *rt);
+const char *at_runtime_last_error(void);
+
+typedef struct at_selection {
+  const char *source;  /* "db", "nk_file", "default_file" or "builtin" */
+  const char *path;    /* the DB or file that answered */
+  const char *bucket;  /* "small", "medium_M32", ... "any" */
+  const char *variant;
+  const char *params;  /* canonical JSON object of the parameters */
+  const char *kernel;  /* the instantiated kernel, e.g. gemm_a8w8_blockscale_mma<64, 128, ...> */
+} at_selection;
+
+/* The configuration for a problem. device: "sm90" or a product name like NVIDIA_H100_80GB_HBM3;
+ * NULL means the device of the calling thread's current CUDA context. The strings stay valid until
+ * at_runtime_close. Needs no GPU when a device is named. */
+int at_runtime_select(at_runtime *rt, const char *op, int64_t m, int64_t n, int64_t k, const char *device,
+                      at_selection *out);
+
+/* C = (A * As)(B * Bs)^T on the current CUDA context, on `stream` (a CUstream or cudaStream_t; NULL
+ * for the default stream). A: M x K e4m3 row-major; As: M x K/128 fp32 row-major; B: N x K e4m3
+ * row-major; Bs: ceil(N/128) x K/128 fp32 row-major; C: M x N bf16 row-major. M >= 1, N a multiple
+ * of 8, K a multiple of 128; A, B, C 16-byte aligned, the scales 4-byte aligned. */
+int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale, const void *b, const float *b_scale,
+                            void *c, int64_t m, int64_t n, int64_t k, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,534 @@
+/* runtime.c: the runtime library (autotune.h).
+ *
+ * Invariants:
+ *  - Lookups go through an immutable hash table of entries keyed by (op, device key, N, K); the
+ *    device key is the CUDA context for launches, or an interned device name for
+ *    at_runtime_select. Readers load the table with acquire and never lock. A new entry is made
+ *    under the mutex, into a copy of the table that is then published; old tables and every
+ *    entry live until at_runtime_close, so a reader holding an old pointer is always safe.
+ *  - An entry's kernel per bucket is an atomic pointer, set once under the mutex when first
+ *    launched. Kernels are kept in a registry by (context, instantiation), so a reload of the DB
+ *    does not recompile or reload anything.
+ *  - The DB and its WAL file are stat()ed at most once a second (one thread does it); a change
+ *    publishes an empty table, and entries are looked up again as they are used.
+ *  - All DB, file, NVRTC and module work happens under the mutex, on the slow path only. */
+#include "autotune.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "../../templates/gemm_a8w8_blockscale_args.h"
+#include "../core/cache.h"
+#include "../core/config.h"
+#include "../core/device.h"
+#include "../core/jit.h"
+#include "../core/lookup.h"
+#include "../core/util.h"
+#include "../gpu/cuda.h"
+#include "../ops/op.h"
+
+enum { MAX_DEVNAMES = 32, MAX_WARNED = 64, WS_SLOTS = 8 };
+
+typedef struct rt_kernel {
+  CUcontext ctx;
+  char *name_expr;
+  const at_op *op;
+  at_config cfg;
+  CUmodule mod;
+  CUfunction fn;
+  struct rt_kernel *next;
+} rt_kernel;
+
+typedef struct rt_entry {
+  int op;
+  const void *dev;
+  int64_t n, k;
+  at_lookup_result lookup;
+  _Atomic(rt_kernel *) kernel[AT_NBUCKETS];
+  char *params[AT_NBUCKETS], *kernel_name[AT_NBUCKETS];
+} rt_entry;
+
+typedef struct rt_table {
+  size_t cap, count;
+  rt_entry **slots;
+  struct rt_table *older; /* retired tables, freed at close */
+} rt_table;
+
+struct at_runtime {
+  char *db_path, *configs_dir, *tag, *templates_dir, *cache_dir;
+  pthread_mutex_t mu;
+  _Atomic(rt_table *) table;
+  rt_entry **entries; /* every entry ever made, freed at close */
+  size_t nentries;
+  rt_kernel *kernels;
+  at_store *db;
+  _Atomic long long next_check_ms;
+  long long db_sig[2][3]; /* mtime ns, size, inode of the DB and of its WAL */
+  char *devnames[MAX_DEVNAMES];
+  _Atomic int ndevnames;
+  char *warned[MAX_WARNED];
+  int nwarned;
+};
+
+static _Thread_local char tl_error[1024];
+
+const char *at_runtime_last_error(void) { return tl_error; }
+
+static int rt_fail(int status, const char *fmt, ...) AT_PRINTF(2, 3);
+static int rt_fail(int status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tl_error, sizeof tl_error, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+/* ---- warnings, once each ---------------------------------------------------------------------- */
+
+static _Thread_local at_runtime *g_warn_rt; /* the runtime whose mutex this thread holds */
+
+static void warn_once(const char *msg) {
+  at_runtime *rt = g_warn_rt;
+  if (rt) {
+    for (int i = 0; i < rt->nwarned; i++)
+      if (strcmp(rt->warned[i], msg) == 0) return;
+    if (rt->nwarned < MAX_WARNED) rt->warned[rt->nwarned++] = at_xstrdup(msg);
+  }
+  fprintf(stderr, "autotune: warning: %s\n", msg);
+}
+
+/* ---- open and close --------------------------------------------------------------------------- */
+
+static char *dup_or_null(const char *s) { return s ? at_xstrdup(s) : NULL; }
+
+static void file_sig(const char *path, long long sig[3]) {
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    sig[0] = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    sig[1] = (long long)st.st_size;
+    sig[2] = (long long)st.st_ino;
+  } else {
+    sig[0] = sig[1] = sig[2] = -1;
+  }
+}
+
+static void db_sigs(const at_runtime *rt, long long sig[2][3]) {
+  file_sig(rt->db_path, sig[0]);
+  char *wal = at_xasprintf("%s-wal", rt->db_path);
+  file_sig(wal, sig[1]);
+  free(wal);
+}
+
+int at_runtime_open(const at_runtime_options *o, at_runtime **out) {
+  *out = NULL;
+  at_runtime_options none = {0};
+  if (!o) o = &none;
+  at_runtime *rt = at_xcalloc(1, sizeof *rt);
+  rt->db_path = dup_or_null(o->db_path);
+  rt->configs_dir = dup_or_null(o->configs_dir);
+  rt->tag = dup_or_null(o->tag);
+  rt->templates_dir = at_xstrdup(o->templates_dir ? o->templates_dir : at_templates_dir());
+  rt->cache_dir = o->cache_dir ? at_xstrdup(o->cache_dir) : at_cache_dir();
+  pthread_mutex_init(&rt->mu, NULL);
+  rt_table *t = at_xcalloc(1, sizeof *t);
+  t->cap = 64;
+  t->slots = at_xcalloc(t->cap, sizeof *t->slots);
+  atomic_init(&rt->table, t);
+  if (rt->db_path) db_sigs(rt, rt->db_sig);
+  *out = rt;
+  return AT_STATUS_OK;
+}
+
+void at_runtime_close(at_runtime *rt) {
+  if (!rt) return;
+  for (rt_table *t = atomic_load(&rt->table); t;) {
+    rt_table *older = t->older;
+    free(t->slots);
+    free(t);
+    t = older;
+  }
+  for (size_t i = 0; i < rt->nentries; i++) {
+    for (int b = 0; b < AT_NBUCKETS; b++) free(rt->entries[i]->params[b]), free(rt->entries[i]->kernel_name[b]);
+    free(rt->entries[i]);
+  }
+  free(rt->entries);
+  for (rt_kernel *k = rt->kernels; k;) {
+    rt_kernel *next = k->next;
+    if (k->mod && at_cu) at_cu->ModuleUnload(k->mod);
+    free(k->name_expr);
+    free(k);
+    k = next;
+  }
+  for (int i = 0; i < atomic_load(&rt->ndevnames); i++) free(rt->devnames[i]);
+  for (int i = 0; i < rt->nwarned; i++) free(rt->warned[i]);
+  at_store_close(rt->db);
+  pthread_mutex_destroy(&rt->mu);
+  free(rt->db_path), free(rt->configs_dir), free(rt->tag), free(rt->templates_dir), free(rt->cache_dir);
+  free(rt);
+}
+
+/* ---- the table -------------------------------------------------------------------------------- */
+
+static size_t hash_key(int op, const void *dev, int64_t n, int64_t k) {
+  uint64_t h = (uint64_t)(uintptr_t)dev * 0x9E3779B97F4A7C15ull;
+  h ^= (uint64_t)n * 0xC2B2AE3D27D4EB4Full + (uint64_t)k * 0x165667B19E3779F9ull + (uint64_t)op;
+  h ^= h >> 29;
+  return (size_t)h;
+}
+
+static rt_entry *find(const rt_table *t, int op, const void *dev, int64_t n, int64_t k) {
+  size_t mask = t->cap - 1;
+  for (size_t i = hash_key(op, dev, n, k) & mask;; i = (i + 1) & mask) {
+    rt_entry *e = t->slots[i];
+    if (!e) return NULL;
+    if (e->n == n && e->k == k && e->dev == dev && e->op == op) return e;
+  }
+}
+
+static void put(rt_table *t, rt_entry *e) {
+  size_t mask = t->cap - 1;
+  size_t i = hash_key(e->op, e->dev, e->n, e->k) & mask;
+  while (t->slots[i]) i = (i + 1) & mask;
+  t->slots[i] = e;
+  t->count++;
+}
+
+/* Publishes a copy of the current table with e added (mutex held). */
+static void publish_with(at_runtime *rt, rt_entry *e) {
+  rt_table *cur = atomic_load_explicit(&rt->table, memory_order_relaxed);
+  rt_table *t = at_xcalloc(1, sizeof *t);
+  t->cap = (cur->count + 1) * 2 > cur->cap ? cur->cap * 2 : cur->cap;
+  t->slots = at_xcalloc(t->cap, sizeof *t->slots);
+  for (size_t i = 0; i < cur->cap; i++)
+    if (cur->slots[i]) put(t, cur->slots[i]);
+  if (e) put(t, e);
+  t->older = cur;
+  atomic_store_explicit(&rt->table, t, memory_order_release);
+}
+
+/* An empty table: after the DB changed, every entry is looked up again (mutex held). */
+static void publish_empty(at_runtime *rt) {
+  rt_table *cur = atomic_load_explicit(&rt->table, memory_order_relaxed);
+  rt_table *t = at_xcalloc(1, sizeof *t);
+  t->cap = 64;
+  t->slots = at_xcalloc(t->cap, sizeof *t->slots);
+  t->older = cur;
+  atomic_store_explicit(&rt->table, t, memory_order_release);
+}
+
+/* ---- the DB watch ----------------------------------------------------------------------------- */
+
+static long long coarse_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void maybe_reload(at_runtime *rt) {
+  if (!rt->db_path) return;
+  long long now = coarse_ms(), next = atomic_load_explicit(&rt->next_check_ms, memory_order_relaxed);
+  if (now < next) return;
+  if (!atomic_compare_exchange_strong(&rt->next_check_ms, &next, now + 1000)) return; /* another thread checks */
+  long long sig[2][3];
+  db_sigs(rt, sig);
+  if (memcmp(sig, rt->db_sig, sizeof sig) == 0) return;
+  pthread_mutex_lock(&rt->mu);
+  memcpy(rt->db_sig, sig, sizeof sig);
+  at_store_close(rt->db);
+  rt->db = NULL;
+  publish_empty(rt);
+  pthread_mutex_unlock(&rt->mu);
+}
+
+/* ---- entries (slow path, mutex held) ---------------------------------------------------------- */
+
+static int op_index(const char *name, const at_op **op) {
+  *op = at_op_find(name);
+  return *op ? 0 : -1; /* one op today; the index keys the table */
+}
+
+static int device_names(const void *dev, int is_ctx, char names[2][128]) {
+  names[0][0] = names[1][0] = 0;
+  if (!is_ctx) {
+    snprintf(names[0], sizeof names[0], "%s", (const char *)dev);
+    return AT_STATUS_OK;
+  }
+  CUdevice d;
+  if (at_cu->CtxGetDevice(&d) != CUDA_SUCCESS) return rt_fail(AT_STATUS_ERROR, "no current CUDA context");
+  at_device_info info = {0};
+  int major = 0, minor = 0;
+  at_cu->DeviceGetName(info.name, sizeof info.name, d);
+  at_cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
+  at_cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
+  info.cc = major * 10 + minor;
+  at_device_export_name(&info, 1, names[0], 128);
+  at_device_export_name(&info, 0, names[1], 128);
+  return AT_STATUS_OK;
+}
+
+static rt_entry *make_entry(at_runtime *rt, const char *op_name, int op, const void *dev, int is_ctx, int64_t n,
+                            int64_t k) {
+  rt_table *cur = atomic_load_explicit(&rt->table, memory_order_relaxed);
+  rt_entry *e = find(cur, op, dev, n, k);
+  if (e) return e; /* another thread made it meanwhile */
+  char names[2][128];
+  if (device_names(dev, is_ctx, names)) return NULL;
+  g_warn_rt = rt;
+  if (rt->db_path && !rt->db) {
+    if (at_store_open_readonly(rt->db_path, &rt->db) != AT_OK) {
+      char msg[1200];
+      snprintf(msg, sizeof msg, "DB %s unusable (%s); using the next source", rt->db_path, at_errmsg());
+      warn_once(msg);
+    }
+  }
+  e = at_xcalloc(1, sizeof *e);
+  e->op = op;
+  e->dev = dev;
+  e->n = n;
+  e->k = k;
+  at_lookup_req q = {op_name, rt->tag, {names[0], names[1][0] ? names[1] : NULL}, n, k, rt->db, rt->configs_dir, warn_once};
+  int rc = at_lookup(&q, &e->lookup);
+  g_warn_rt = NULL;
+  if (rc) {
+    free(e);
+    rt_fail(AT_STATUS_INVALID, "%s", at_errmsg());
+    return NULL;
+  }
+  for (int b = 0; b < AT_NBUCKETS; b++) {
+    if (!e->lookup.set.bucket[b].valid) continue;
+    e->params[b] = at_config_params_json(&e->lookup.set.bucket[b]);
+    e->kernel_name[b] = at_config_name_expr(&e->lookup.set.bucket[b]);
+  }
+  rt->entries = at_xrealloc(rt->entries, sizeof *rt->entries * (rt->nentries + 1));
+  rt->entries[rt->nentries++] = e;
+  publish_with(rt, e);
+  return e;
+}
+
+static rt_entry *get_entry(at_runtime *rt, const char *op_name, int op, const void *dev, int is_ctx, int64_t n,
+                           int64_t k) {
+  rt_entry *e = find(atomic_load_explicit(&rt->table, memory_order_acquire), op, dev, n, k);
+  if (e) return e;
+  pthread_mutex_lock(&rt->mu);
+  e = make_entry(rt, op_name, op, dev, is_ctx, n, k);
+  pthread_mutex_unlock(&rt->mu);
+  return e;
+}
+
+/* ---- select ----------------------------------------------------------------------------------- */
+
+static const char *intern_device(at_runtime *rt, const char *name) {
+  int n = atomic_load_explicit(&rt->ndevnames, memory_order_acquire);
+  for (int i = 0; i < n; i++)
+    if (strcmp(rt->devnames[i], name) == 0) return rt->devnames[i];
+  pthread_mutex_lock(&rt->mu);
+  const char *r = NULL;
+  n = atomic_load_explicit(&rt->ndevnames, memory_order_relaxed);
+  for (int i = 0; i < n && !r; i++)
+    if (strcmp(rt->devnames[i], name) == 0) r = rt->devnames[i];
+  if (!r && n < MAX_DEVNAMES) {
+    rt->devnames[n] = at_xstrdup(name);
+    r = rt->devnames[n];
+    atomic_store_explicit(&rt->ndevnames, n + 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&rt->mu);
+  return r;
+}
+
+static int current_ctx(CUcontext *ctx) {
+  const at_cuda_api *cu;
+  if (at_cuda_load(&cu)) return rt_fail(AT_STATUS_ERROR, "%s", at_errmsg());
+  if (cu->CtxGetCurrent(ctx) != CUDA_SUCCESS || !*ctx)
+    return rt_fail(AT_STATUS_ERROR, "no current CUDA context: make one current (cudaSetDevice or cuCtxSetCurrent) first");
+  return AT_STATUS_OK;
+}
+
+int at_runtime_select(at_runtime *rt, const char *op_name, int64_t m, int64_t n, int64_t k, const char *device,
+                      at_selection *out) {
+  if (!rt || !op_name || !out) return rt_fail(AT_STATUS_INVALID, "at_runtime_select: rt, op and out must not be NULL");
+  if (m < 1 || n < 1 || k < 1) return rt_fail(AT_STATUS_INVALID, "at_runtime_select: M, N and K must be positive");
+  const at_op *op;
+  int opi = op_index(op_name, &op);
+  if (opi < 0) return rt_fail(AT_STATUS_INVALID, "at_runtime_select: unknown op '%s'", op_name);
+  maybe_reload(rt);
+  const void *dev;
+  int is_ctx = device == NULL;
+  if (is_ctx) {
+    CUcontext ctx;
+    int rc = current_ctx(&ctx);
+    if (rc) return rc;
+    dev = ctx;
+  } else {
+    dev = intern_device(rt, device);
+    if (!dev) return rt_fail(AT_STATUS_ERROR, "at_runtime_select: too many device names");
+  }
+  rt_entry *e = get_entry(rt, op_name, opi, dev, is_ctx, n, k);
+  if (!e) return AT_STATUS_INVALID;
+  int b;
+  const at_config *c = at_config_for_m(&e->lookup.set, m, &b);
+  if (!c) return rt_fail(AT_STATUS_ERROR, "%s has no config for M=%lld", e->lookup.path, (long long)m);
+  out->source = AT_SOURCE_NAMES[e->lookup.source];
+  out->path = e->lookup.path;
+  out->bucket = AT_BUCKET_NAMES[b];
+  out->variant = c->variant;
+  out->params = e->params[b];
+  out->kernel = e->kernel_name[b];
+  return AT_STATUS_OK;
+}
+
+/* ---- kernels (slow path, mutex held) ---------------------------------------------------------- */
+
+static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, const at_config *cfg,
+                              const char *name_expr) {
+  for (rt_kernel *k = rt->kernels; k; k = k->next)
+    if (k->ctx == ctx && strcmp(k->name_expr, name_expr) == 0) return k;
+  CUdevice dev;
+  int major = 0, minor = 0;
+  if (at_cu->CtxGetDevice(&dev) != CUDA_SUCCESS) return rt_fail(AT_STATUS_ERROR, "no current CUDA device"), NULL;
+  at_cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  at_cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  char arch[16];
+  at_arch_for_cc(major * 10 + minor, arch);
+  char *path = at_path_join(rt->templates_dir, cfg->template_name);
+  at_jit_source *src = NULL;
+  int rc = at_jit_source_load(path, rt->templates_dir, &src);
+  free(path);
+  if (rc) return rt_fail(AT_STATUS_ERROR, "%s", at_errmsg()), NULL;
+  at_jit_options o = {arch, 0};
+  at_jit_result r;
+  rc = at_jit_compile(src, name_expr, &o, rt->cache_dir, &r);
+  at_jit_source_free(src);
+  if (rc) return rt_fail(AT_STATUS_ERROR, "compiling %s: %s", name_expr, at_errmsg()), NULL;
+  if (!r.ok) {
+    char *line = at_jit_first_error(r.log);
+    rt_fail(AT_STATUS_ERROR, "%s does not compile for %s: %s", name_expr, arch, line);
+    free(line);
+    at_jit_result_free(&r);
+    return NULL;
+  }
+  rt_kernel *k = at_xcalloc(1, sizeof *k);
+  k->ctx = ctx;
+  k->cfg = *cfg;
+  CUresult cr = at_cu->ModuleLoadData(&k->mod, r.cubin);
+  if (cr == CUDA_SUCCESS) cr = at_cu->ModuleGetFunction(&k->fn, k->mod, r.lowered_name);
+  /* The dynamic shared memory the family's launch rule asks for, allowed once here. */
+  int64_t derived[8] = {0};
+  const char *names[AT_MAX_PARAMS];
+  for (int i = 0; i < cfg->nparams; i++) names[i] = cfg->names[i];
+  at_params p = {names, cfg->values, (size_t)cfg->nparams};
+  if (cr == CUDA_SUCCESS && op->derive(cfg->family, &p, derived) == AT_OK) {
+    at_params d = {op->derived, derived, at_op_count_derived(op)};
+    int64_t smem = at_params_get(&d, "smem_bytes", 0);
+    if (smem > 48 * 1024) cr = at_cu->FuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+  }
+  at_jit_result_free(&r);
+  if (cr != CUDA_SUCCESS) {
+    rt_fail(AT_STATUS_ERROR, "loading %s: %s", name_expr, at_cu_error_name(cr));
+    free(k);
+    return NULL;
+  }
+  k->name_expr = at_xstrdup(name_expr);
+  k->next = rt->kernels;
+  rt->kernels = k;
+  return k;
+}
+
+/* ---- launch ----------------------------------------------------------------------------------- */
+
+/* Split-K scratch: one per (thread, context, stream), grown as needed and zeroed when made, so
+ * that concurrent launches on different streams never share one. */
+typedef struct ws_slot {
+  CUcontext ctx;
+  CUstream stream;
+  CUdeviceptr ptr;
+  size_t bytes;
+} ws_slot;
+static _Thread_local ws_slot tl_ws[WS_SLOTS];
+static _Thread_local int tl_ws_next;
+
+static int workspace(CUcontext ctx, CUstream stream, size_t bytes, CUdeviceptr *out) {
+  ws_slot *s = NULL;
+  for (int i = 0; i < WS_SLOTS && !s; i++)
+    if (tl_ws[i].ptr && tl_ws[i].ctx == ctx && tl_ws[i].stream == stream) s = &tl_ws[i];
+  if (s && s->bytes >= bytes) {
+    *out = s->ptr;
+    return AT_STATUS_OK;
+  }
+  if (!s) {
+    s = &tl_ws[tl_ws_next];
+    tl_ws_next = (tl_ws_next + 1) % WS_SLOTS;
+  }
+  if (s->ptr) at_cu->MemFree(s->ptr); /* synchronises: no launch still uses it */
+  memset(s, 0, sizeof *s);
+  size_t want = bytes < (1u << 20) ? (1u << 20) : bytes;
+  if (at_cu->MemAlloc(&s->ptr, want) != CUDA_SUCCESS || at_cu->MemsetD8Async(s->ptr, 0, want, stream) != CUDA_SUCCESS) {
+    s->ptr = 0;
+    return rt_fail(AT_STATUS_ERROR, "cannot allocate %zu bytes of split-K workspace", want);
+  }
+  s->ctx = ctx;
+  s->stream = stream;
+  s->bytes = want;
+  *out = s->ptr;
+  return AT_STATUS_OK;
+}
+
+static int aligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
+
+int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale, const void *b, const float *b_scale,
+                            void *c, int64_t m, int64_t n, int64_t k, void *stream) {
+  static const char *const FN = "at_gemm_a8w8_blockscale";
+  if (!rt) return rt_fail(AT_STATUS_INVALID, "%s: rt is NULL", FN);
+  if (!a || !aligned(a, 16)) return rt_fail(AT_STATUS_INVALID, "%s: a must be a 16-byte aligned device pointer", FN);
+  if (!b || !aligned(b, 16)) return rt_fail(AT_STATUS_INVALID, "%s: b must be a 16-byte aligned device pointer", FN);
+  if (!c || !aligned(c, 16)) return rt_fail(AT_STATUS_INVALID, "%s: c must be a 16-byte aligned device pointer", FN);
+  if (!a_scale || !aligned(a_scale, 4)) return rt_fail(AT_STATUS_INVALID, "%s: a_scale must be a 4-byte aligned device pointer", FN);
+  if (!b_scale || !aligned(b_scale, 4)) return rt_fail(AT_STATUS_INVALID, "%s: b_scale must be a 4-byte aligned device pointer", FN);
+  if (m < 1 || m > (1 << 30)) return rt_fail(AT_STATUS_INVALID, "%s: m must be from 1 to 2^30 (got %lld)", FN, (long long)m);
+  if (n < 8 || n % 8 || n > (1 << 30))
+    return rt_fail(AT_STATUS_INVALID, "%s: n must be a positive multiple of 8 (got %lld)", FN, (long long)n);
+  if (k < 128 || k % 128 || k > (1 << 30))
+    return rt_fail(AT_STATUS_INVALID, "%s: k must be a positive multiple of 128 (got %lld)", FN, (long long)k);
+
+  static _Thread_local const at_op *op;
+  if (!op) op = at_op_find("gemm_a8w8_blockscale");
+  CUcontext ctx;
+  int rc = current_ctx(&ctx);
+  if (rc) return rc;
+  maybe_reload(rt);
+  rt_entry *e = get_entry(rt, "gemm_a8w8_blockscale", 0, ctx, 1, n, k);
+  if (!e) return AT_STATUS_ERROR;
+  int bucket = at_bucket_of(m);
+  if (!e->lookup.set.bucket[bucket].valid) bucket = AT_BUCKET_ANY;
+  rt_kernel *kern = atomic_load_explicit(&e->kernel[bucket], memory_order_acquire);
+  if (!kern) {
+    pthread_mutex_lock(&rt->mu);
+    kern = atomic_load_explicit(&e->kernel[bucket], memory_order_relaxed);
+    if (!kern && e->lookup.set.bucket[bucket].valid) {
+      kern = load_kernel(rt, op, ctx, &e->lookup.set.bucket[bucket], e->kernel_name[bucket]);
+      if (kern) atomic_store_explicit(&e->kernel[bucket], kern, memory_order_release);
+    }
+    pthread_mutex_unlock(&rt->mu);
+    if (!kern) return tl_error[0] ? AT_STATUS_ERROR : rt_fail(AT_STATUS_ERROR, "%s: no config for M=%lld", FN, (long long)m);
+  }
+
+  const char *names[AT_MAX_PARAMS];
+  for (int i = 0; i < kern->cfg.nparams; i++) names[i] = kern->cfg.names[i];
+  at_params p = {names, kern->cfg.values, (size_t)kern->cfg.nparams};
+  at_shape shape = {m, n, k};
+  at_launch L;
+  if (op->launch(kern->cfg.family, &p, &shape, &L)) return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
+  CUdeviceptr ws = 0;
+  if (L.workspace_bytes && (rc = workspace(ctx, (CUstream)stream, L.workspace_bytes, &ws))) return rc;
+  at_gemm_a8w8_blockscale_args args = {(uintptr_t)a, (uintptr_t)a_scale, (uintptr_t)b, (uintptr_t)b_scale, (uintptr_t)c,
+                                       ws, (int)m, (int)n, (int)k, 0};
+  void *params[] = {&args};
+  CUresult r = at_cu->LaunchKernel(kern->fn, L.grid[0], L.grid[1], L.grid[2], L.block[0], L.block[1], L.block[2],
+                                   L.smem_bytes, (CUstream)stream, params, NULL);
+  if (r != CUDA_SUCCESS) return rt_fail(AT_STATUS_ERROR, "%s: launch failed: %s", FN, at_cu_error_name(r));
+  return AT_STATUS_OK;
+}

@@ -1,0 +1,172 @@
+/* test_gpu.c: the GPU suite (needs a GPU; exits 77 where there is none). argv[1] is the autotune
+ * binary, argv[2] the case:
+ *   edge     the mma template against the cuBLAS reference on edge shapes (M = 1, 17, 255, 4097,
+ *            an N tail, the largest shipped N and K): every candidate passes, every shape has a
+ *            winner
+ *   planted  a kernel that reads out of bounds, one that never ends and one that leaves its last
+ *            tile unwritten are caught as fault, timeout and wrong (then quarantined after two
+ *            dead workers) while the run completes and the correct kernel wins every shape
+ *   resume   a tuning run killed with SIGKILL on the GPU resumes to the same results, leaves no
+ *            worker behind, and its DB passes integrity_check */
+#include <dirent.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../unit/check.h"
+#include "../unit/proc.h"
+#include "core/store.h"
+#include "core/util.h"
+
+static const char *EXE;
+static char *TMP;
+
+static int64_t q(const char *db, const char *fmt, ...) {
+  char sql[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(sql, sizeof sql, fmt, ap);
+  va_end(ap);
+  at_store *s;
+  int64_t v = -1;
+  if (at_store_open_readonly(db, &s) == AT_OK) {
+    if (at_store_query_int(s, sql, &v)) fprintf(stderr, "query failed: %s\n", at_errmsg());
+    at_store_close(s);
+  }
+  return v;
+}
+
+static int tune(const char *space, const char *db, double timeout) {
+  char *sp = at_path_join(getenv("AT_TEST_DATA"), space), *out = at_path_join(TMP, "tune.txt");
+  char *argv[] = {(char *)EXE, "--db", (char *)db, sp, NULL};
+  int rc = proc_run(argv, out, timeout);
+  char *text = slurp(out);
+  fprintf(stderr, "---- autotune %s (exit %d)\n%s----\n", space, rc, text);
+  free(text), free(sp), free(out);
+  return rc;
+}
+
+static void require_gpu(void) {
+  char *out = at_path_join(TMP, "devices.txt");
+  char *argv[] = {(char *)EXE, "devices", NULL};
+  proc_run(argv, out, 120);
+  char *text = slurp(out);
+  int none = strncmp(text, "GPU 0:", 6) != 0;
+  free(text), free(out);
+  if (none) check_skip("no GPU");
+}
+
+/* Worker processes still alive anywhere (their command line says "worker --gpu"). */
+static int live_workers(void) {
+  int n = 0;
+  DIR *d = opendir("/proc");
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char path[300], buf[512] = {0};
+    snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+    FILE *f = fopen(path, "rb");
+    if (!f) continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < len; i++)
+      if (!buf[i]) buf[i] = ' ';
+    if (strstr(buf, "worker --gpu") && strstr(buf, "autotune")) n++;
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+static void edge(void) {
+  char *db = at_path_join(TMP, "edge.db");
+  CHECK_EQ_INT(tune("spaces/edge.yaml", db, 900), 0);
+  int64_t cands = q(db, "SELECT count(*) FROM candidates WHERE status='ok'");
+  CHECK(cands > 20);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM problems"), 4);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), cands * 4);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status='ok' AND (time_us IS NULL OR time_us <= 0 OR samples < 3)"), 0);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE max_abs_err IS NULL OR max_abs_err > 1"), 0);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM winners"), 4);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM baselines WHERE name='cublas_fp32_reference' AND time_us > 0"), 4);
+  free(db);
+}
+
+static int64_t status_of(const char *db, const char *variant, int64_t m) {
+  /* 0 ok, 1 wrong, 2 fault, 3 timeout, 5 quarantined, as a number: easy to compare. */
+  return q(db,
+           "SELECT CASE r.status WHEN 'ok' THEN 0 WHEN 'wrong' THEN 1 WHEN 'fault' THEN 2 WHEN 'timeout' THEN 3"
+           " WHEN 'resources' THEN 4 WHEN 'quarantined' THEN 5 END FROM results r JOIN candidates c ON c.id=r.candidate_id"
+           " JOIN variants v ON v.id=c.variant_id JOIN problems p ON p.id=r.problem_id WHERE v.name='%s' AND p.m=%lld",
+           variant, (long long)m);
+}
+
+static void planted(void) {
+  char *db = at_path_join(TMP, "planted.db");
+  CHECK_EQ_INT(tune("spaces/planted.yaml", db, 900), 0);
+  const int64_t ms[3] = {64, 96, 128};
+  for (int i = 0; i < 3; i++) {
+    CHECK_EQ_INT(status_of(db, "oob", ms[i]), i < 2 ? 2 : 5);
+    CHECK_EQ_INT(status_of(db, "hang", ms[i]), i < 2 ? 3 : 5);
+    CHECK_EQ_INT(status_of(db, "unwritten", ms[i]), 1);
+  }
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), 15);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results r JOIN candidates c ON c.id=r.candidate_id JOIN variants v"
+                     " ON v.id=c.variant_id WHERE v.name='good' AND r.status='ok'"),
+               6);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM winners w JOIN candidates c ON c.id=w.candidate_id JOIN variants v"
+                     " ON v.id=c.variant_id WHERE v.name='good'"),
+               3);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM candidates WHERE quarantined=1"), 2);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status='wrong' AND bad_count > 0 AND first_bad >= 0"), 3);
+  CHECK_EQ_INT(live_workers(), 0);
+  /* A rerun redoes nothing and keeps every result as it was. */
+  CHECK_EQ_INT(tune("spaces/planted.yaml", db, 900), 0);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), 15);
+  CHECK_EQ_INT(q(db, "SELECT count(DISTINCT run_id) FROM results"), 1);
+  free(db);
+}
+
+static void resume(void) {
+  char *db = at_path_join(TMP, "resume.db"), *clean = at_path_join(TMP, "clean.db");
+  char *sp = at_path_join(getenv("AT_TEST_DATA"), "spaces/edge.yaml"), *out = at_path_join(TMP, "killed.txt");
+  char *argv[] = {(char *)EXE, "--db", db, sp, NULL};
+  pid_t pid = proc_start(argv, out);
+  int64_t done = 0;
+  for (int i = 0; i < 30000 && done < 40; i++) {
+    usleep(10000);
+    done = q(db, "SELECT count(*) FROM results");
+  }
+  kill(pid, SIGKILL);
+  proc_wait(pid, 60);
+  int64_t kept = q(db, "SELECT count(*) FROM results");
+  fprintf(stderr, "killed with %lld results recorded\n", (long long)kept);
+  CHECK(kept >= 40);
+  usleep(500000);
+  CHECK_EQ_INT(live_workers(), 0); /* workers die with their parent */
+  CHECK_EQ_INT(tune("spaces/edge.yaml", db, 900), 0);
+  CHECK_EQ_INT(tune("spaces/edge.yaml", clean, 900), 0);
+  int64_t total = q(clean, "SELECT count(*) FROM results");
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), total);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status='ok'"), q(clean, "SELECT count(*) FROM results WHERE status='ok'"));
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM winners"), q(clean, "SELECT count(*) FROM winners"));
+  CHECK(q(db, "SELECT count(DISTINCT run_id) FROM results") >= 2); /* the first run's results were kept */
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check='ok'"), 1);
+  free(db), free(clean), free(sp), free(out);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) return 2;
+  EXE = argv[1];
+  TMP = scratch_dir(argv[2]);
+  char *cache = at_path_join(TMP, "cache");
+  setenv("AUTOTUNE_CACHE", cache, 1);
+  require_gpu();
+  if (strcmp(argv[2], "edge") == 0) edge();
+  else if (strcmp(argv[2], "planted") == 0) planted();
+  else if (strcmp(argv[2], "resume") == 0) resume();
+  else return 2;
+  free(cache);
+  return check_summary();
+}

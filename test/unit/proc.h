@@ -1,0 +1,80 @@
+/* proc.h: running the autotune binary from a test: argv in, exit status and output out, with a
+ * time limit, or in the background to be killed. */
+#ifndef AT_TEST_PROC_H
+#define AT_TEST_PROC_H
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Starts argv with stdout and stderr to out_path (may be NULL: inherited). Returns the pid. */
+static inline pid_t proc_start(char *const argv[], const char *out_path) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (out_path) {
+      int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close(fd);
+      }
+    }
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+/* Waits at most timeout_s; kills on overrun. Returns the exit status, 128+signal, or -1. */
+static inline int proc_wait(pid_t pid, double timeout_s) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    int st;
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 > timeout_s) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return -1;
+    }
+    usleep(10000);
+  }
+}
+
+static inline int proc_run(char *const argv[], const char *out_path, double timeout_s) {
+  return proc_wait(proc_start(argv, out_path), timeout_s);
+}
+
+/* The whole of a (small) file, malloc'd; "" when missing. */
+static inline char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return strdup("");
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  rewind(f);
+  char *s = malloc((size_t)n + 1);
+  size_t got = fread(s, 1, (size_t)n, f);
+  s[got] = 0;
+  fclose(f);
+  return s;
+}
+
+/* A fresh scratch directory under $AT_TEST_TMP (or /tmp) for one test. malloc'd. */
+static inline char *scratch_dir(const char *name) {
+  const char *base = getenv("AT_TEST_TMP");
+  char *p = malloc(4096);
+  snprintf(p, 4096, "%s/%s.%d", base && *base ? base : "/tmp", name, (int)getpid());
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", p, p);
+  if (system(cmd) != 0) fprintf(stderr, "cannot make %s\n", p);
+  return p;
+}
+
+#endif

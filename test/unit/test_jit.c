@@ -1,0 +1,141 @@
+/* test_jit.c: NVRTC compiles of real candidates (no GPU needed): resources read from the ptxas
+ * report, the cache hit on the second compile, a damaged cache entry detected and rebuilt, a
+ * compile error kept with its log, and compile keys that follow content (a header edit changes
+ * them, moving the file does not). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cache.h"
+#include "core/jit.h"
+#include "core/util.h"
+#include "check.h"
+#include "proc.h"
+
+static const char *GOOD = "gemm_a8w8_blockscale_mma<16, 64, 128, 1, 2, 3, 1, 1, 0>";
+static const char *GOOD2 = "gemm_a8w8_blockscale_mma<64, 128, 128, 2, 2, 3, 8, 2, 1>";
+static const char *BAD = "gemm_a8w8_blockscale_mma<16, 64, 64, 1, 2, 3, 1, 1, 0>"; /* BLOCK_K 64 */
+
+static void copy_file(const char *from, const char *to) {
+  char *d;
+  size_t n;
+  if (at_read_file(from, 0, &d, &n) == AT_OK) {
+    at_write_file_atomic(to, d, n);
+    free(d);
+  }
+}
+
+int main(void) {
+  const char *tdir = getenv("AUTOTUNE_TEMPLATES");
+  char *tmp = scratch_dir("jit"), *cache = at_path_join(tmp, "cache");
+  char *tpl = at_path_join(tdir, "gemm_a8w8_blockscale_mma.cuh");
+  at_jit_source *src;
+  CHECK_EQ_INT(at_jit_source_load(tpl, tdir, &src), AT_OK);
+  CHECK_EQ_INT(src->nheaders, 2); /* at_ptx.cuh and the args header */
+  at_jit_options o = {"sm_90a", 0};
+
+  at_jit_result r;
+  CHECK_EQ_INT(at_jit_compile(src, GOOD, &o, cache, &r), AT_OK);
+  CHECK(r.ok);
+  CHECK(!r.cache_hit);
+  CHECK(r.cubin_size > 1000);
+  CHECK(r.regs > 16 && r.regs <= 255);
+  CHECK(r.compile_ms > 0);
+  CHECK(strncmp(r.lowered_name, "_Z24gemm_a8w8_blockscale_mma", 28) == 0);
+  char first_hash[65];
+  memcpy(first_hash, r.cubin_hash, sizeof first_hash);
+  int regs = r.regs;
+  at_jit_result_free(&r);
+
+  /* Second compile: from the cache, same cubin and resources. */
+  CHECK_EQ_INT(at_jit_compile(src, GOOD, &o, cache, &r), AT_OK);
+  CHECK(r.ok && r.cache_hit);
+  CHECK(strcmp(r.cubin_hash, first_hash) == 0);
+  CHECK_EQ_INT(r.regs, regs);
+  at_jit_result_free(&r);
+
+  /* Damage the entry: flip a byte of its body. The next compile notices and rebuilds. */
+  char key[65];
+  at_jit_key(src, GOOD, &o, key);
+  char *entry = at_xasprintf("%s/%.2s/%s.cubin", cache, key, key);
+  FILE *f = fopen(entry, "r+b");
+  CHECK(f != NULL);
+  if (f) {
+    fseek(f, -10, SEEK_END);
+    int c = fgetc(f);
+    fseek(f, -10, SEEK_END);
+    fputc(c ^ 0xff, f);
+    fclose(f);
+  }
+  at_cache_entry ce;
+  int damaged = 0;
+  CHECK(at_cache_get(cache, key, &ce, &damaged) != AT_OK);
+  CHECK(damaged);
+  CHECK_EQ_INT(at_jit_compile(src, GOOD, &o, cache, &r), AT_OK);
+  CHECK(r.ok && !r.cache_hit && r.cache_damaged);
+  CHECK(strcmp(r.cubin_hash, first_hash) == 0);
+  at_jit_result_free(&r);
+  CHECK_EQ_INT(at_cache_get(cache, key, &ce, &damaged), AT_OK); /* rebuilt whole */
+  at_cache_entry_free(&ce);
+  /* A truncated entry too. */
+  truncate(entry, 40);
+  CHECK_EQ_INT(at_jit_compile(src, GOOD, &o, cache, &r), AT_OK);
+  CHECK(r.ok && r.cache_damaged);
+  at_jit_result_free(&r);
+
+  /* Another candidate (split-K, L2 hint) compiles too; a different key. */
+  char key2[65];
+  at_jit_key(src, GOOD2, &o, key2);
+  CHECK(strcmp(key, key2) != 0);
+  CHECK_EQ_INT(at_jit_compile(src, GOOD2, &o, cache, &r), AT_OK);
+  CHECK(r.ok);
+  at_jit_result_free(&r);
+
+  /* A compile error is an outcome with its log, not a failure of the call. */
+  CHECK_EQ_INT(at_jit_compile(src, BAD, &o, cache, &r), AT_OK);
+  CHECK(!r.ok);
+  CHECK_CONTAINS(r.log, "BLOCK_K must be 128");
+  char *line = at_jit_first_error(r.log);
+  CHECK_CONTAINS(line, "error");
+  free(line);
+  at_jit_result_free(&r);
+
+  /* Keys follow content: the same files elsewhere give the same key; an edited header changes it;
+   * another arch changes it. */
+  char *copy = at_path_join(tmp, "tpl");
+  at_mkdirs(copy);
+  const char *files[] = {"gemm_a8w8_blockscale_mma.cuh", "at_ptx.cuh", "gemm_a8w8_blockscale_args.h"};
+  for (int i = 0; i < 3; i++) {
+    char *a = at_path_join(tdir, files[i]), *b = at_path_join(copy, files[i]);
+    copy_file(a, b);
+    free(a), free(b);
+  }
+  char *tpl2 = at_path_join(copy, files[0]);
+  at_jit_source *src2;
+  CHECK_EQ_INT(at_jit_source_load(tpl2, NULL, &src2), AT_OK);
+  char k_copy[65];
+  at_jit_key(src2, GOOD, &o, k_copy);
+  CHECK(strcmp(k_copy, key) == 0);
+  at_jit_source_free(src2);
+  char *hdr = at_path_join(copy, "at_ptx.cuh");
+  FILE *h = fopen(hdr, "a");
+  if (h) fputs("\n// an edit\n", h), fclose(h);
+  CHECK_EQ_INT(at_jit_source_load(tpl2, NULL, &src2), AT_OK);
+  at_jit_key(src2, GOOD, &o, k_copy);
+  CHECK(strcmp(k_copy, key) != 0);
+  at_jit_source_free(src2);
+  at_jit_options o89 = {"sm_89", 0};
+  at_jit_key(src, GOOD, &o89, k_copy);
+  CHECK(strcmp(k_copy, key) != 0);
+
+  /* A missing include is an input error naming it. */
+  char *lonely = at_path_join(tmp, "lonely.cuh");
+  at_write_file_atomic(lonely, "#include \"nowhere.cuh\"\n", 23);
+  at_jit_source *src3 = NULL;
+  CHECK_EQ_INT(at_jit_source_load(lonely, NULL, &src3), AT_ERR_INPUT);
+  CHECK_CONTAINS(at_errmsg(), "nowhere.cuh");
+
+  at_jit_source_free(src);
+  free(lonely), free(hdr), free(tpl2), free(copy), free(entry), free(tpl), free(cache), free(tmp);
+  return check_summary();
+}

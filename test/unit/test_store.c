@@ -1,0 +1,172 @@
+/* test_store.c: the SQLite store: schema and version, upserts that keep ids, results replaced in
+ * place, read-only opening, refusal of foreign, newer or corrupt files, and two processes
+ * writing one DB at once (BEGIN IMMEDIATE with retry). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/store.h"
+#include "core/util.h"
+#include "check.h"
+#include "proc.h"
+
+static at_cand_row cand(const char *key, int64_t variant, int regs) {
+  at_cand_row r = {.compile_key = key, .variant_id = variant, .params = "{\"A\":1}", .name_expr = "k<1>",
+                   .arch = "sm_90a", .ok = 1, .log = "ptxas info", .lowered_name = "_Z1kILi1EEvv", .regs = regs,
+                   .threads = 128, .smem_bytes = 4096, .compile_ms = 12.5, .cubin_hash = "ab"};
+  return r;
+}
+
+/* Writer process for the concurrency check: n results, one transaction each. */
+static int writer(const char *path, int64_t cand0, int n) {
+  at_store *s;
+  if (at_store_open(path, &s)) return 1;
+  int64_t problem, device, variant, id;
+  at_device_row d = {"GPU X", "sm_90a", "uuid", "13.0", 90, 132, 50 << 20, 232448, 80LL << 30};
+  int rc = at_store_problem(s, "op", "TAG", 1, 2, 3, &problem);
+  if (!rc) rc = at_store_device(s, &d, &device);
+  if (!rc) rc = at_store_variant(s, "op", "v", "mma", "t.cuh", "k<A>", "h", &variant);
+  for (int i = 0; i < n && !rc; i++) {
+    char key[32];
+    snprintf(key, sizeof key, "key-%lld", (long long)(cand0 + i));
+    at_cand_row c = cand(key, variant, 64);
+    rc = at_store_put_candidate(s, &c, &id);
+    at_result_row r = {.candidate_id = id, .problem_id = problem, .device_id = device, .status = "ok", .time_us = 1.0,
+                       .samples = 10, .max_abs_err = 0.001};
+    if (!rc) rc = at_store_put_result(s, &r);
+  }
+  if (rc) {
+    fprintf(stderr, "writer: %s\n", at_errmsg());
+    return 1;
+  }
+  at_store_close(s);
+  return 0;
+}
+
+int main(void) {
+  char *tmp = scratch_dir("store");
+  char *path = at_path_join(tmp, "sub/dir/t.db"); /* directories are created */
+  at_store *s;
+  CHECK_EQ_INT(at_store_open(path, &s), AT_OK);
+  int64_t v;
+  CHECK_EQ_INT(at_store_query_int(s, "PRAGMA user_version", &v), AT_OK);
+  CHECK_EQ_INT(v, AT_STORE_SCHEMA_VERSION);
+
+  int64_t var1, var2;
+  CHECK_EQ_INT(at_store_variant(s, "op", "mma", "mma", "/a/t.cuh", "k<A>", "hash1", &var1), AT_OK);
+  CHECK_EQ_INT(at_store_variant(s, "op", "mma", "mma", "/moved/t.cuh", "k<A>", "hash1", &var2), AT_OK);
+  CHECK_EQ_INT(var1, var2); /* same content, moved file: same variant */
+  CHECK_EQ_INT(at_store_variant(s, "op", "mma", "mma", "/a/t.cuh", "k<A>", "hash2", &var2), AT_OK);
+  CHECK(var1 != var2);
+
+  int64_t id1, id2;
+  at_cand_row c = cand("key-a", var1, 64);
+  CHECK_EQ_INT(at_store_put_candidate(s, &c, &id1), AT_OK);
+  at_cand_row got;
+  int found = 0;
+  CHECK_EQ_INT(at_store_find_candidate(s, "key-a", &got, &found), AT_OK);
+  CHECK(found);
+  CHECK_EQ_INT(got.id, id1);
+  CHECK_EQ_INT(got.regs, 64);
+  CHECK(got.ok);
+  CHECK(strcmp(got.lowered_name, "_Z1kILi1EEvv") == 0);
+  c.regs = 80;
+  CHECK_EQ_INT(at_store_put_candidate(s, &c, &id2), AT_OK);
+  CHECK_EQ_INT(id2, id1); /* an upsert keeps the id results refer to */
+  CHECK_EQ_INT(at_store_find_candidate(s, "key-a", &got, &found), AT_OK);
+  CHECK_EQ_INT(got.regs, 80);
+  CHECK_EQ_INT(at_store_find_candidate(s, "key-none", &got, &found), AT_OK);
+  CHECK(!found);
+  at_cand_row bad = cand("key-b", var1, 0);
+  bad.ok = 0;
+  bad.log = "error: static assertion failed";
+  CHECK_EQ_INT(at_store_put_candidate(s, &bad, &id2), AT_OK);
+  CHECK_EQ_INT(at_store_find_candidate(s, "key-b", &got, &found), AT_OK);
+  CHECK(found && !got.ok);
+  CHECK_CONTAINS(got.log, "static assertion");
+
+  int64_t p1, p2, dev;
+  CHECK_EQ_INT(at_store_problem(s, "op", "TAG", 16, 1024, 1024, &p1), AT_OK);
+  CHECK_EQ_INT(at_store_problem(s, "op", "TAG", 16, 1024, 1024, &p2), AT_OK);
+  CHECK_EQ_INT(p1, p2);
+  at_device_row d = {"NVIDIA H100 80GB HBM3", "sm_90a", "GPU-1", "13.0", 90, 132, 50 << 20, 232448, 80LL << 30};
+  CHECK_EQ_INT(at_store_device(s, &d, &dev), AT_OK);
+
+  at_result_row r = {.candidate_id = id1, .problem_id = p1, .device_id = dev, .status = "wrong", .max_abs_err = 3.5,
+                     .bad_count = 7, .first_bad = 12, .message = "7 of 16384 elements out of tolerance"};
+  CHECK_EQ_INT(at_store_put_result(s, &r), AT_OK);
+  const char *status;
+  double us;
+  CHECK_EQ_INT(at_store_get_result(s, id1, p1, dev, &status, &us), AT_OK);
+  CHECK(strcmp(status, "wrong") == 0);
+  r.status = "ok";
+  r.time_us = 4.25;
+  r.samples = 10;
+  CHECK_EQ_INT(at_store_put_result(s, &r), AT_OK); /* replaced, not duplicated */
+  CHECK_EQ_INT(at_store_get_result(s, id1, p1, dev, &status, &us), AT_OK);
+  CHECK(strcmp(status, "ok") == 0);
+  CHECK(us == 4.25);
+  CHECK_EQ_INT(at_store_query_int(s, "SELECT count(*) FROM results", &v), AT_OK);
+  CHECK_EQ_INT(v, 1);
+  CHECK_EQ_INT(at_store_get_result(s, id2, p1, dev, &status, &us), AT_OK);
+  CHECK(status[0] == 0);
+  /* A status outside the list is refused by the schema. */
+  r.status = "maybe";
+  CHECK_EQ_INT(at_store_put_result(s, &r), AT_ERR_RUNTIME);
+  at_store_close(s);
+
+  /* Read-only opening of the same file. */
+  at_store *ro;
+  CHECK_EQ_INT(at_store_open_readonly(path, &ro), AT_OK);
+  CHECK_EQ_INT(at_store_query_int(ro, "SELECT count(*) FROM candidates", &v), AT_OK);
+  CHECK_EQ_INT(v, 2);
+  at_store_close(ro);
+  char *missing = at_path_join(tmp, "missing.db");
+  CHECK_EQ_INT(at_store_open_readonly(missing, &ro), AT_ERR_RUNTIME);
+
+  /* A newer schema, a foreign DB and a corrupt file are refused, not touched. */
+  char *newer = at_path_join(tmp, "newer.db");
+  CHECK_EQ_INT(at_store_open(newer, &s), AT_OK);
+  CHECK_EQ_INT(at_store_exec(s, "PRAGMA user_version=99"), AT_OK);
+  at_store_close(s);
+  CHECK_EQ_INT(at_store_open(newer, &s), AT_ERR_RUNTIME);
+  CHECK_CONTAINS(at_errmsg(), "newer");
+  char *foreign = at_path_join(tmp, "foreign.db");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "rm -f '%s'", foreign);
+  if (system(cmd) != 0) fprintf(stderr, "rm failed\n");
+  CHECK_EQ_INT(at_store_open(foreign, &s), AT_OK);
+  CHECK_EQ_INT(at_store_exec(s, "PRAGMA user_version=0; CREATE TABLE other(x)"), AT_OK);
+  at_store_close(s);
+  CHECK_EQ_INT(at_store_open(foreign, &s), AT_ERR_RUNTIME);
+  CHECK_CONTAINS(at_errmsg(), "not an autotune DB");
+  char *corrupt = at_path_join(tmp, "corrupt.db");
+  at_write_file_atomic(corrupt, "this is not a database, just some bytes that are long enough to look like one.....", 80);
+  CHECK_EQ_INT(at_store_open(corrupt, &s), AT_ERR_RUNTIME);
+  CHECK_EQ_INT(at_store_open_readonly(corrupt, &s), AT_ERR_RUNTIME);
+
+  /* Two processes writing one DB at once: every row of both arrives. */
+  char *shared = at_path_join(tmp, "shared.db");
+  CHECK_EQ_INT(at_store_open(shared, &s), AT_OK);
+  at_store_close(s);
+  pid_t a = fork();
+  if (a == 0) _exit(writer(shared, 0, 150));
+  pid_t b = fork();
+  if (b == 0) _exit(writer(shared, 1000, 150));
+  int sa = 0, sb = 0;
+  waitpid(a, &sa, 0);
+  waitpid(b, &sb, 0);
+  CHECK(WIFEXITED(sa) && WEXITSTATUS(sa) == 0);
+  CHECK(WIFEXITED(sb) && WEXITSTATUS(sb) == 0);
+  CHECK_EQ_INT(at_store_open(shared, &s), AT_OK);
+  CHECK_EQ_INT(at_store_query_int(s, "SELECT count(*) FROM results", &v), AT_OK);
+  CHECK_EQ_INT(v, 300);
+  CHECK_EQ_INT(at_store_query_int(s, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check='ok'", &v), AT_OK);
+  CHECK_EQ_INT(v, 1);
+  at_store_close(s);
+
+  free(shared), free(corrupt), free(foreign), free(newer), free(missing), free(path), free(tmp);
+  return check_summary();
+}
