@@ -1,0 +1,44 @@
+#!/bin/bash
+# gpu_session.sh STEP...: the GPU work of a development session, run on the GPU host through the
+# device tool, each step logging to $OUT. State between calls lives in /tmp (build, DB, cache).
+#   build    configure and build into /tmp/b
+#   test     the gpu test suite
+#   tune     the shipped space into /tmp/tuned.db (resumes; stops after $TUNE_LIMIT s, default 540)
+#   export   configs from /tmp/tuned.db into configs/, plus $OUT/configs.tar and the perf table
+#   example  the runtime example on several shapes (check against cuBLAS, host time per launch)
+#   bench    the lookup benchmark
+set -u
+B=/tmp/b
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export AUTOTUNE_CACHE=/tmp/cache AUTOTUNE_PROGRESS=plain
+rc=0
+for step in "$@"; do
+  echo "=== $step $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null)" | tee -a "$OUT/session.log"
+  case $step in
+  build)
+    { [ -f $B/build.ninja ] || meson setup $B; } >>"$OUT/session.log" 2>&1 && ninja -C $B >>"$OUT/session.log" 2>&1 ||
+      { tail -n 40 "$OUT/session.log"; exit 1; } ;;
+  test)
+    meson test -C $B --suite gpu --print-errorlogs >"$OUT/gpu-tests.log" 2>&1 || rc=1
+    grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:" "$OUT/gpu-tests.log" | tee -a "$OUT/session.log" ;;
+  tune)
+    /usr/bin/time -v timeout "${TUNE_LIMIT:-540}" $B/autotune --db /tmp/tuned.db --summary-json "$OUT/summary.json" \
+      search_spaces/a8w8_blockscale.yaml >"$OUT/tune.log" 2>&1
+    echo "tune exit $?" | tee -a "$OUT/session.log"
+    grep -vE "^(compile|tune): " "$OUT/tune.log" | tail -n 70 | tee -a "$OUT/session.log" ;;
+  export)
+    rm -f configs/*.json
+    $B/autotune export --db /tmp/tuned.db --out configs 2>&1 | tee -a "$OUT/session.log"
+    tar cf "$OUT/configs.tar" configs
+    python3 scripts/perf_table.py /tmp/tuned.db >"$OUT/perf_table.md" 2>&1; cat "$OUT/perf_table.md" | tee -a "$OUT/session.log"
+    cp /tmp/tuned.db "$OUT/tuned.db" ;;
+  example)
+    for s in "16 1024 1024" "1 4096 1024" "100 1024 2048" "128 4096 1024" "4096 6144 1024" "2048 1024 3072"; do
+      $B/examples/gemm_a8w8_blockscale --configs configs $s 2>&1 | tee -a "$OUT/session.log" || rc=1
+    done ;;
+  bench)
+    $B/bench/bench_lookup configs sm90 2>&1 | tee -a "$OUT/session.log" ;;
+  esac
+done
+exit $rc
