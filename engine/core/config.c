@@ -162,6 +162,8 @@ int at_config_set_from_json(const char *name, const at_json *j, at_config_set *o
   AT_TRY(copy_str(name, j, "arch", out->arch, sizeof out->arch, 0));
   at_json_int(j, "N", &out->n);
   at_json_int(j, "K", &out->k);
+  int64_t sets = 0;
+  if (at_json_int(j, "summarises", &sets) == 0) out->from_sets = (int)sets;
   const at_json *buckets = at_json_get(j, "buckets");
   if (!buckets || buckets->kind != AT_J_OBJECT) return at_fail(AT_ERR_INPUT, "%s: \"buckets\" is missing", name);
   for (size_t i = 0; i < buckets->n; i++) {
@@ -192,6 +194,14 @@ int at_config_set_from_json(const char *name, const at_json *j, at_config_set *o
     for (size_t k = 0; k < params->n; k++) {
       snprintf(cfg->names[k], sizeof cfg->names[k], "%s", keys[k]);
       at_json_int(params, keys[k], &cfg->values[k]);
+    }
+    const at_json *tm = at_json_get(c, "tuned_M"), *tt = at_json_get(c, "time_us");
+    for (size_t k = 0; tm && tm->kind == AT_J_ARRAY && k < tm->n && k < 16; k++) {
+      if (tm->items[k]->kind != AT_J_NUMBER) continue;
+      out->tuned_m[b][out->ntuned[b]] = tm->items[k]->integer;
+      if (tt && tt->kind == AT_J_ARRAY && k < tt->n && tt->items[k]->kind == AT_J_NUMBER)
+        out->time_us[b][out->ntuned[b]] = tt->items[k]->number;
+      out->ntuned[b]++;
     }
     cfg->valid = 1;
   }

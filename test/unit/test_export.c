@@ -1,0 +1,338 @@
+/* test_export.c: export, query and the runtime's lookups, on a DB built here with known times
+ * (argv[1] is the autotune binary):
+ *  - a bucket with one tuned M takes that M's re-timed winner, even over a faster first timing;
+ *  - a bucket with several takes the lowest summed relative time, which may win at no single M;
+ *  - an empty bucket takes the config of the nearest tuned M; `any` the winner at the largest M;
+ *  - the default file takes the config chosen most often across (N, K);
+ *  - results of an older version of a template are not exported;
+ *  - `autotune query` answers the right bucket for every M of the issue, from the DB, the (N, K)
+ *    file, the default file or the built-in default, and survives a corrupt DB with a warning;
+ *  - the committed configs/ answer the same questions;
+ *  - the runtime library finds the same answers from several threads at once, and notices a DB
+ *    rewritten under it. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../engine/runtime/autotune.h"
+#include "core/config.h"
+#include "core/json.h"
+#include "core/store.h"
+#include "core/util.h"
+#include "check.h"
+#include "proc.h"
+
+static const char *EXE;
+static char *TMP;
+static const char *ENTRY =
+    "gemm_a8w8_blockscale_mma<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES, GROUP_M, SPLIT_K, B_HINT>";
+
+/* Candidate i: BLOCK_M = 16 << (i % 4), STAGES = 2 + i / 4 (distinct, recognisable). */
+static int64_t add_cand(at_store *s, int64_t variant, int i) {
+  char key[32], params[256];
+  snprintf(key, sizeof key, "key-%d-%lld", i, (long long)variant);
+  snprintf(params, sizeof params,
+           "{\"BLOCK_K\":128,\"BLOCK_M\":%d,\"BLOCK_N\":64,\"B_HINT\":0,\"GROUP_M\":1,\"SPLIT_K\":1,\"STAGES\":%d,"
+           "\"WARPS_M\":1,\"WARPS_N\":2}",
+           16 << (i % 4), 2 + i / 4);
+  at_cand_row c = {.compile_key = key, .variant_id = variant, .params = params, .name_expr = "x", .arch = "sm_90a", .ok = 1};
+  int64_t id = -1;
+  CHECK_EQ_INT(at_store_put_candidate(s, &c, &id), AT_OK);
+  return id;
+}
+
+static void result(at_store *s, int64_t cand, int64_t problem, int64_t dev, double us) {
+  at_result_row r = {.candidate_id = cand, .problem_id = problem, .device_id = dev, .status = "ok", .time_us = us,
+                     .samples = 10, .max_abs_err = 0.001};
+  CHECK_EQ_INT(at_store_put_result(s, &r), AT_OK);
+}
+
+/* times[c][mi]: 0 = no result. */
+static void nk(at_store *s, int64_t dev, int64_t n, int64_t k, const int64_t *ms, int nm, const int64_t *cand, int nc,
+               const double *times, const int *winner) {
+  for (int mi = 0; mi < nm; mi++) {
+    int64_t p;
+    CHECK_EQ_INT(at_store_problem(s, "gemm_a8w8_blockscale", "SYN", ms[mi], n, k, &p), AT_OK);
+    for (int c = 0; c < nc; c++)
+      if (times[c * nm + mi] > 0) result(s, cand[c], p, dev, times[c * nm + mi]);
+    CHECK_EQ_INT(at_store_put_winner(s, p, dev, cand[winner[mi]], times[winner[mi] * nm + mi], 0), AT_OK);
+  }
+}
+
+static int64_t g_cand[4];
+
+static void build_db(const char *path, double scale) {
+  at_store *s;
+  CHECK_EQ_INT(at_store_open(path, &s), AT_OK);
+  at_device_row d = {"NVIDIA H100 80GB HBM3", "sm_90a", "GPU-x", "13.0", 90, 132, 50 << 20, 232448, 80LL << 30};
+  int64_t dev, old_variant, variant;
+  CHECK_EQ_INT(at_store_device(s, &d, &dev), AT_OK);
+  /* An older version of the template: its stunning result must not be exported. */
+  CHECK_EQ_INT(at_store_variant(s, "gemm_a8w8_blockscale", "mma", "mma", "/x/gemm_a8w8_blockscale_mma.cuh", ENTRY, "old",
+                                &old_variant), AT_OK);
+  CHECK_EQ_INT(at_store_variant(s, "gemm_a8w8_blockscale", "mma", "mma", "/x/gemm_a8w8_blockscale_mma.cuh", ENTRY, "new",
+                                &variant), AT_OK);
+  int64_t stale = add_cand(s, old_variant, 7);
+  for (int i = 0; i < 4; i++) g_cand[i] = add_cand(s, variant, i);
+  /* (1024, 1024): M 16 | 48 64 | 256 | 512 4096. */
+  const int64_t ms[6] = {16, 48, 64, 256, 512, 4096};
+  const double t[4 * 6] = {
+      /* c0 */ 5, 10, 30, 9, 50, 900,
+      /* c1 */ 6, 11, 12, 9, 40, 800,
+      /* c2 */ 7, 20, 10, 8, 45, 700,
+      /* c3 */ 8, 30, 40, 9.5, 60, 600,
+  };
+  double ts[4 * 6];
+  for (int i = 0; i < 24; i++) ts[i] = t[i] * scale;
+  const int win[6] = {0, 0, 2, 3, 1, 3}; /* M=256: c3 wins the re-timing though c2 timed faster first */
+  nk(s, dev, 1024, 1024, ms, 6, g_cand, 4, ts, win);
+  int64_t p;
+  CHECK_EQ_INT(at_store_problem(s, "gemm_a8w8_blockscale", "SYN", 16, 1024, 1024, &p), AT_OK);
+  result(s, stale, p, dev, 0.001);
+  /* (4096, 1024) and (2048, 1024): c1 wins small both times; so c1 is the default's small. */
+  const int64_t ms2[1] = {16};
+  const double t2[4] = {9, 5, 9, 9};
+  const int win2[1] = {1};
+  nk(s, dev, 4096, 1024, ms2, 1, g_cand, 4, t2, win2);
+  nk(s, dev, 2048, 1024, ms2, 1, g_cand, 4, t2, win2);
+  at_store_close(s);
+}
+
+static int block_m_of(const at_config *c) {
+  for (int i = 0; i < c->nparams; i++)
+    if (!strcmp(c->names[i], "BLOCK_M")) return (int)c->values[i];
+  return -1;
+}
+
+static at_config_set load_set(const char *path) {
+  at_config_set cs;
+  memset(&cs, 0, sizeof cs);
+  at_json *j = NULL;
+  CHECK_EQ_INT(at_json_load(path, &j), AT_OK);
+  CHECK_EQ_INT(at_config_set_from_json(path, j, &cs), AT_OK);
+  at_json_free(j);
+  return cs;
+}
+
+static int run_cli(const char *out, ...) {
+  char *argv[32] = {(char *)EXE};
+  int n = 1;
+  va_list ap;
+  va_start(ap, out);
+  for (const char *a; n < 31 && (a = va_arg(ap, const char *));) argv[n++] = (char *)a;
+  va_end(ap);
+  argv[n] = NULL;
+  return proc_run(argv, out, 120);
+}
+
+static void export_rules(const char *db, const char *dir) {
+  char *out = at_path_join(TMP, "export.txt");
+  CHECK_EQ_INT(run_cli(out, "export", "--db", db, "--out", dir, (const char *)NULL), 0);
+  char *p = at_path_join(dir, "sm90-GEMM-SYN-N=1024-K=1024.json");
+  at_config_set cs = load_set(p);
+  /* BLOCK_M of candidate i is 16 << i. */
+  CHECK_EQ_INT(block_m_of(&cs.bucket[AT_BUCKET_SMALL]), 16);     /* c0: winner at 16, not the stale one */
+  CHECK_EQ_INT(block_m_of(&cs.bucket[AT_BUCKET_M64]), 32);       /* c1: best summed relative time over 48, 64 */
+  CHECK_EQ_INT(block_m_of(&cs.bucket[AT_BUCKET_LARGE]), 128);    /* c3: the re-timed winner at 256 */
+  CHECK_EQ_INT(block_m_of(&cs.bucket[AT_BUCKET_XLARGE]), 64);    /* c2: 45/40 + 700/600 is the lowest sum */
+  CHECK_EQ_INT(block_m_of(&cs.bucket[AT_BUCKET_ANY]), 128);      /* c3: winner at 4096 */
+  CHECK_EQ_INT(block_m_of(&cs.bucket[AT_BUCKET_M32]), 32);       /* empty: from 48, the nearest tuned M */
+  CHECK_EQ_INT(block_m_of(&cs.bucket[AT_BUCKET_M128]), 32);      /* empty: 64 and 256 tie; the smaller wins */
+  CHECK_EQ_INT(cs.ntuned[AT_BUCKET_M64], 2);
+  CHECK_EQ_INT(cs.tuned_m[AT_BUCKET_M64][1], 64);
+  CHECK_EQ_INT(cs.ntuned[AT_BUCKET_M32], 0);
+  CHECK(strcmp(cs.device, "sm90") == 0 && cs.n == 1024 && cs.k == 1024);
+  free(p);
+  p = at_path_join(dir, "sm90-GEMM-SYN.json");
+  cs = load_set(p);
+  CHECK_EQ_INT(block_m_of(&cs.bucket[AT_BUCKET_SMALL]), 32); /* c1: chosen twice of three */
+  CHECK_EQ_INT(cs.from_sets, 3);
+  free(p);
+  /* Product names on request. */
+  char *dir2 = at_path_join(TMP, "configs-product");
+  CHECK_EQ_INT(run_cli(out, "export", "--db", db, "--out", dir2, "--device-name", "product", (const char *)NULL), 0);
+  p = at_path_join(dir2, "NVIDIA_H100_80GB_HBM3-GEMM-SYN-N=1024-K=1024.json");
+  CHECK(at_file_exists(p));
+  free(p);
+  CHECK_EQ_INT(run_cli(out, "export", "--db", db, "--device-name", "chip", (const char *)NULL), 2);
+  char *missing = at_path_join(TMP, "missing.db");
+  CHECK_EQ_INT(run_cli(out, "export", "--db", missing, "--out", dir2, (const char *)NULL), 2);
+  free(missing), free(dir2), free(out);
+}
+
+/* Runs query; returns its exit status, the answer in *json (malloc'd) and stderr merged in. */
+static int query(char **text, const char *m, const char *n, const char *k, const char *a1, const char *a2, const char *a3,
+                 const char *a4) {
+  char *out = at_path_join(TMP, "query.txt");
+  int rc = run_cli(out, "query", "--op", "gemm_a8w8_blockscale", "-M", m, "-N", n, "-K", k, "--device", "sm90", a1, a2,
+                   a3, a4, (const char *)NULL);
+  *text = slurp(out);
+  free(out);
+  return rc;
+}
+
+static void expect_bucket(const char *m, const char *n, const char *k, const char *configs, const char *db, const char *bucket,
+                          const char *source) {
+  char *t;
+  int rc = db ? query(&t, m, n, k, "--configs", configs, "--db", db) : query(&t, m, n, k, "--configs", configs, NULL, NULL);
+  CHECK_EQ_INT(rc, 0);
+  char want[128];
+  snprintf(want, sizeof want, "\"bucket\": \"%s\"", bucket);
+  CHECK_CONTAINS(t, want);
+  snprintf(want, sizeof want, "\"source\": \"%s\"", source);
+  CHECK_CONTAINS(t, want);
+  if (!strstr(t, want) || !strstr(t, bucket)) fprintf(stderr, "  (M=%s N=%s K=%s)\n", m, n, k);
+  free(t);
+}
+
+static const char *const MS[] = {"1", "16", "31", "32", "33", "64", "100", "128", "129", "256", "257", "4096", "100000"};
+static const char *const BUCKETS[] = {"small",       "small", "small", "medium_M32", "medium_M64", "medium_M64", "medium_M128",
+                                      "medium_M128", "large", "large", "xlarge",     "xlarge",     "xlarge"};
+
+static void query_sources(const char *db, const char *dir) {
+  for (size_t i = 0; i < AT_ARRAY_LEN(MS); i++) {
+    expect_bucket(MS[i], "1024", "1024", dir, NULL, BUCKETS[i], "nk_file");
+    expect_bucket(MS[i], "1024", "1024", dir, db, BUCKETS[i], "db");
+    expect_bucket(MS[i], "7168", "2048", dir, NULL, BUCKETS[i], "default_file");
+  }
+  /* Nothing at all: the built-in default. */
+  char *empty = at_path_join(TMP, "empty");
+  at_mkdirs(empty);
+  expect_bucket("64", "1024", "1024", empty, NULL, "medium_M64", "builtin");
+  /* A corrupt DB in place of a good one: one warning, and the next source answers. */
+  char *corrupt = at_path_join(TMP, "corrupt.db");
+  char junk[4096];
+  for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(i * 7 + 3);
+  at_write_file_atomic(corrupt, junk, sizeof junk);
+  char *t;
+  CHECK_EQ_INT(query(&t, "64", "1024", "1024", "--configs", dir, "--db", corrupt), 0);
+  CHECK_CONTAINS(t, "warning");
+  CHECK_CONTAINS(t, "\"source\": \"nk_file\"");
+  free(t);
+  /* A corrupt config file is skipped with a warning too. */
+  char *bad_dir = at_path_join(TMP, "bad-configs");
+  at_mkdirs(bad_dir);
+  char *bad = at_path_join(bad_dir, "sm90-GEMM-SYN-N=1024-K=1024.json");
+  at_write_file_atomic(bad, "{\"format\": \"autotune-configs/1\", \"op\": ", 38);
+  CHECK_EQ_INT(query(&t, "64", "1024", "1024", "--configs", bad_dir, NULL, NULL), 0);
+  CHECK_CONTAINS(t, "warning");
+  CHECK_CONTAINS(t, "\"source\": \"builtin\"");
+  free(t);
+  /* Usage errors. */
+  CHECK_EQ_INT(query(&t, "0", "1024", "1024", NULL, NULL, NULL, NULL), 2);
+  free(t);
+  char *out = at_path_join(TMP, "q.txt");
+  CHECK_EQ_INT(run_cli(out, "query", "--op", "nope", "-M", "1", "-N", "8", "-K", "128", "--device", "sm90", (const char *)NULL), 2);
+  free(out), free(bad), free(bad_dir), free(corrupt), free(empty);
+}
+
+static void committed_configs(void) {
+  char *dir = at_path_join(getenv("AT_TEST_SOURCE_ROOT"), "configs");
+  char *file = at_path_join(dir, "sm90-GEMM-A8W8_BLOCKSCALE.json");
+  if (!at_file_exists(file)) {
+    fprintf(stderr, "no committed configs: skipping that part\n");
+    free(file), free(dir);
+    return;
+  }
+  for (size_t i = 0; i < AT_ARRAY_LEN(MS); i++) {
+    expect_bucket(MS[i], "1024", "1024", dir, NULL, BUCKETS[i], "nk_file");
+    expect_bucket(MS[i], "6144", "1024", dir, NULL, BUCKETS[i], "nk_file");
+    expect_bucket(MS[i], "7168", "2048", dir, NULL, BUCKETS[i], "default_file");
+  }
+  free(file), free(dir);
+}
+
+typedef struct thread_arg {
+  at_runtime *rt;
+  int errors;
+} thread_arg;
+
+static void *hammer(void *p) {
+  thread_arg *a = p;
+  for (int i = 0; i < 20000; i++) {
+    at_selection sel;
+    int64_t m = (int64_t[]){16, 48, 256, 4096}[i % 4];
+    if (at_runtime_select(a->rt, "gemm_a8w8_blockscale", m, 1024, 1024, "sm90", &sel) != AT_STATUS_OK ||
+        strcmp(sel.source, "db") != 0)
+      a->errors++;
+  }
+  return NULL;
+}
+
+static void runtime_lookups(const char *db, const char *dir) {
+  at_runtime_options o = {.db_path = db, .configs_dir = dir};
+  at_runtime *rt;
+  CHECK_EQ_INT(at_runtime_open(&o, &rt), AT_STATUS_OK);
+  at_selection sel;
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 48, 1024, 1024, "sm90", &sel), AT_STATUS_OK);
+  CHECK(strcmp(sel.source, "db") == 0);
+  CHECK(strcmp(sel.bucket, "medium_M64") == 0);
+  CHECK_CONTAINS(sel.params, "\"BLOCK_M\":32");
+  CHECK_CONTAINS(sel.kernel, "gemm_a8w8_blockscale_mma<32, 64, 128, 1, 2, 2, 1, 1, 0>");
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 48, 7168, 2048, "sm90", &sel), AT_STATUS_OK);
+  CHECK(strcmp(sel.source, "default_file") == 0);
+  CHECK_EQ_INT(at_runtime_select(rt, "nope", 48, 1024, 1024, "sm90", &sel), AT_STATUS_INVALID);
+  CHECK_CONTAINS(at_runtime_last_error(), "unknown op");
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 0, 1024, 1024, "sm90", &sel), AT_STATUS_INVALID);
+
+  /* Several threads at once: the same answers, no failures. */
+  thread_arg args[8];
+  pthread_t th[8];
+  for (int i = 0; i < 8; i++) args[i] = (thread_arg){rt, 0}, pthread_create(&th[i], NULL, hammer, &args[i]);
+  for (int i = 0; i < 8; i++) {
+    pthread_join(th[i], NULL);
+    CHECK_EQ_INT(args[i].errors, 0);
+  }
+
+  /* The DB rewritten under the running process (a tuner's new results): noticed within a second
+   * or so, without reopening. Times scaled so that c0 now wins every M of (1024, 1024). */
+  unlink(db);
+  char *wal = at_xasprintf("%s-wal", db);
+  unlink(wal);
+  free(wal);
+  build_db(db, 1.0);
+  at_store *s;
+  CHECK_EQ_INT(at_store_open(db, &s), AT_OK);
+  CHECK_EQ_INT(at_store_exec(s, "UPDATE results SET time_us = time_us * 100 WHERE candidate_id != (SELECT min(id) FROM candidates"
+                                " WHERE variant_id = (SELECT max(id) FROM variants))"),
+               AT_OK);
+  CHECK_EQ_INT(at_store_exec(s, "UPDATE winners SET candidate_id = (SELECT min(id) FROM candidates WHERE variant_id ="
+                                " (SELECT max(id) FROM variants))"),
+               AT_OK);
+  at_store_close(s);
+  int changed = 0;
+  for (int i = 0; i < 40 && !changed; i++) {
+    usleep(100000);
+    CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 48, 1024, 1024, "sm90", &sel), AT_STATUS_OK);
+    changed = strstr(sel.params, "\"BLOCK_M\":16") != NULL;
+  }
+  CHECK(changed);
+  at_runtime_close(rt);
+
+  /* A corrupt DB: the runtime warns and answers from the files. */
+  char *corrupt = at_path_join(TMP, "corrupt-rt.db");
+  at_write_file_atomic(corrupt, "not a database at all, not even close, definitely not", 52);
+  at_runtime_options o2 = {.db_path = corrupt, .configs_dir = dir};
+  CHECK_EQ_INT(at_runtime_open(&o2, &rt), AT_STATUS_OK);
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 48, 1024, 1024, "sm90", &sel), AT_STATUS_OK);
+  CHECK(strcmp(sel.source, "nk_file") == 0);
+  at_runtime_close(rt);
+  free(corrupt);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  EXE = argv[1];
+  TMP = scratch_dir("export");
+  char *db = at_path_join(TMP, "syn.db"), *dir = at_path_join(TMP, "configs");
+  build_db(db, 1.0);
+  export_rules(db, dir);
+  query_sources(db, dir);
+  committed_configs();
+  runtime_lookups(db, dir);
+  free(db), free(dir);
+  return check_summary();
+}
