@@ -6,7 +6,7 @@
 #   tune     the shipped space into /tmp/tuned.db (resumes; stops after $TUNE_LIMIT s, default 540)
 #   export   configs from /tmp/tuned.db into configs/, plus $OUT/configs.tar and the perf table
 #   example  the runtime example on several shapes (check against cuBLAS, host time per launch)
-#   bench    the lookup benchmark
+#   bench    the lookup benchmark and the mma.sync FP8 ceiling (bench/mma_peak.cu)
 set -u
 B=/tmp/b
 OUT=${OUT:-/tmp/out}
@@ -38,7 +38,9 @@ for step in "$@"; do
       $B/examples/gemm_a8w8_blockscale --configs configs $s 2>&1 | tee -a "$OUT/session.log" || rc=1
     done ;;
   bench)
-    $B/bench/bench_lookup configs sm90 2>&1 | tee -a "$OUT/session.log" ;;
+    $B/bench/bench_lookup configs sm90 2>&1 | tee -a "$OUT/session.log"
+    nvcc -O3 -gencode=arch=compute_90a,code=sm_90a bench/mma_peak.cu -o /tmp/mma_peak && /tmp/mma_peak 2>&1 |
+      tee -a "$OUT/session.log" ;;
   esac
 done
 exit $rc

@@ -2,6 +2,7 @@
  * input that leaves no DB behind, the compile-only job and its summary JSON, a second run that
  * does no compile work, and a run killed with SIGKILL that resumes to the same counts with an
  * intact DB. Runs on any machine; the no-GPU behaviour is checked where there is no GPU. */
+#include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -102,6 +103,36 @@ static void usage_and_input_errors(void) {
   CHECK(!exists(db));
   CHECK_EQ_INT(RUN("devices", "extra"), 2);
   free(space), free(bad), free(db);
+}
+
+/* Every file of the malformed corpus, through the binary: exit 2, a file:line:col message, no DB. */
+static void bad_corpus(void) {
+  char *dir = at_path_join(DATA, "bad"), *db = at_path_join(TMP, "corpus.db");
+  DIR *d = opendir(dir);
+  CHECK(d != NULL);
+  int files = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    size_t n = strlen(e->d_name);
+    if (n < 6 || strcmp(e->d_name + n - 5, ".yaml") != 0) continue;
+    char *path = at_path_join(dir, e->d_name);
+    char *text = slurp(path);
+    int line = 0, col = 0;
+    sscanf(text, "# expect: %d:%d:", &line, &col);
+    free(text);
+    int rc = RUN("--compile-only", "--arch", "sm_90a", "--db", db, path);
+    char *o = output(), want[4200];
+    snprintf(want, sizeof want, "%s:%d:%d: ", path, line, col);
+    if (rc != 2 || !strstr(o, want)) fprintf(stderr, "  %s: exit %d, output: %s", e->d_name, rc, o);
+    CHECK_EQ_INT(rc, 2);
+    CHECK_CONTAINS(o, want);
+    free(o);
+    free(path);
+    files++;
+  }
+  if (d) closedir(d);
+  CHECK(files >= 20);
+  CHECK(!exists(db));
+  free(dir), free(db);
 }
 
 static void compile_only_and_rerun(void) {
@@ -207,6 +238,7 @@ int main(int argc, char **argv) {
   char *cache = at_path_join(TMP, "cache");
   setenv("AUTOTUNE_CACHE", cache, 1);
   usage_and_input_errors();
+  bad_corpus();
   compile_only_and_rerun();
   killed_and_resumed();
   setenv("AUTOTUNE_CACHE", cache, 1);
