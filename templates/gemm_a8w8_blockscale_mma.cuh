@@ -47,7 +47,7 @@ __device__ __forceinline__ int swz(int row, int chunk) { return row * 128 + ((ch
 }  // namespace at_mma
 
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARPS_M, int WARPS_N, int STAGES, int GROUP_M, int SPLIT_K,
-          int B_HINT>
+          int B_HINT, bool RESCALE = false>
 __device__ __forceinline__ void gemm_a8w8_blockscale_mma_body(const at_gemm_a8w8_blockscale_args &args) {
   using layout = at_mma::stage_layout<BLOCK_M, BLOCK_N>;
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
@@ -144,6 +144,10 @@ __device__ __forceinline__ void gemm_a8w8_blockscale_mma_body(const at_gemm_a8w8
 #pragma unroll
       for (int q = 0; q < 4; q++) acc[i][j][q] = 0.f;
 
+  float unit[RESCALE ? MT : 1][2];  // RESCALE: the scale acc is currently expressed in, per row
+#pragma unroll
+  for (int i = 0; i < (RESCALE ? MT : 1); i++) unit[i][0] = unit[i][1] = 1.f;
+
 #pragma unroll
   for (int s = 0; s < STAGES - 1; s++) {
     if (s < nkb) load_stage(s, kb_begin + s);
@@ -163,13 +167,36 @@ __device__ __forceinline__ void gemm_a8w8_blockscale_mma_body(const at_gemm_a8w8
     const float *ssa = (const float *)(sa + layout::sa_offset);
     const float *ssb = (const float *)(sa + layout::sb_offset);
 
-    float part[MT][NT][4];
+    // With RESCALE the tensor cores accumulate straight into acc, kept in units of the current
+    // k-block's scale: before the k-block, acc *= previous scale / this scale, per row.
+    if (RESCALE) {
+      const float sb = ssb[((n0 & 127) + warp_n * WN) >> 7];  // one 128-column block per warp
 #pragma unroll
-    for (int i = 0; i < MT; i++)
+      for (int i = 0; i < MT; i++) {
+        float s_lo = ssa[warp_m * WM + i * 16 + g] * sb, s_hi = ssa[warp_m * WM + i * 16 + g + 8] * sb;
+        s_lo = fabsf(s_lo) < 1e-20f ? 1e-20f : s_lo;  // zero scales contribute ~1e-20 x partial: nothing
+        s_hi = fabsf(s_hi) < 1e-20f ? 1e-20f : s_hi;
+        const float r_lo = unit[i][0] / s_lo, r_hi = unit[i][1] / s_hi;
+        unit[i][0] = s_lo;
+        unit[i][1] = s_hi;
 #pragma unroll
-      for (int j = 0; j < NT; j++)
+        for (int j = 0; j < NT; j++) {
+          acc[i][j][0] *= r_lo;
+          acc[i][j][1] *= r_lo;
+          acc[i][j][2] *= r_hi;
+          acc[i][j][3] *= r_hi;
+        }
+      }
+    }
+    float part[RESCALE ? 1 : MT][RESCALE ? 1 : NT][4];
+    if (!RESCALE) {
 #pragma unroll
-        for (int q = 0; q < 4; q++) part[i][j][q] = 0.f;
+      for (int i = 0; i < (RESCALE ? 1 : MT); i++)
+#pragma unroll
+        for (int j = 0; j < (RESCALE ? 1 : NT); j++)
+#pragma unroll
+          for (int q = 0; q < 4; q++) part[i][j][q] = 0.f;
+    }
 
 #pragma unroll
     for (int ks = 0; ks < 4; ks++) {  // four k32 steps make one 128-wide k-block
@@ -193,8 +220,14 @@ __device__ __forceinline__ void gemm_a8w8_blockscale_mma_body(const at_gemm_a8w8
 #pragma unroll
       for (int i = 0; i < MT; i++)
 #pragma unroll
-        for (int j = 0; j < NT; j++) at_mma_e4m3_16832(part[i][j], af[i], bf[j][0], bf[j][1]);
+        for (int j = 0; j < NT; j++) {
+          if (RESCALE)
+            at_mma_e4m3_16832(acc[i][j], af[i], bf[j][0], bf[j][1]);
+          else
+            at_mma_e4m3_16832(part[RESCALE ? 0 : i][RESCALE ? 0 : j], af[i], bf[j][0], bf[j][1]);
+        }
     }
+    if (RESCALE) continue;
 
     // Promote: result += partial * As[row][kb] * Bs[col/128][kb].
 #pragma unroll
@@ -203,14 +236,25 @@ __device__ __forceinline__ void gemm_a8w8_blockscale_mma_body(const at_gemm_a8w8
 #pragma unroll
       for (int j = 0; j < NT; j++) {
         const float sb = ssb[((n0 & 127) + warp_n * WN + j * 8) >> 7];
-        acc[i][j][0] += part[i][j][0] * (s_lo * sb);
-        acc[i][j][1] += part[i][j][1] * (s_lo * sb);
-        acc[i][j][2] += part[i][j][2] * (s_hi * sb);
-        acc[i][j][3] += part[i][j][3] * (s_hi * sb);
+        acc[i][j][0] += part[RESCALE ? 0 : i][RESCALE ? 0 : j][0] * (s_lo * sb);
+        acc[i][j][1] += part[RESCALE ? 0 : i][RESCALE ? 0 : j][1] * (s_lo * sb);
+        acc[i][j][2] += part[RESCALE ? 0 : i][RESCALE ? 0 : j][2] * (s_hi * sb);
+        acc[i][j][3] += part[RESCALE ? 0 : i][RESCALE ? 0 : j][3] * (s_hi * sb);
       }
     }
   }
   at_cp_async_wait<0>();
+  if (RESCALE) {  // back to real units
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+      for (int j = 0; j < NT; j++) {
+        acc[i][j][0] *= unit[i][0];
+        acc[i][j][1] *= unit[i][0];
+        acc[i][j][2] *= unit[i][1];
+        acc[i][j][3] *= unit[i][1];
+      }
+  }
 
   unsigned short *C = (unsigned short *)args.c;
   auto store = [&](int i, int j, const float (&v)[4]) {
@@ -271,4 +315,17 @@ template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARPS_M, int WARPS_N, int S
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32)
     gemm_a8w8_blockscale_mma(const __grid_constant__ at_gemm_a8w8_blockscale_args args) {
   gemm_a8w8_blockscale_mma_body<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES, GROUP_M, SPLIT_K, B_HINT>(args);
+}
+
+// The same kernel with one fp32 accumulator per output instead of two: the running result is kept in
+// units of the current k-block's scale and rescaled (a multiply per element) when the scale changes,
+// so the tensor cores accumulate straight into it. Half the accumulator registers, which allows
+// 64 x 64 warp tiles. Scales of magnitude below 1e-20 are taken as 1e-20 (their k-blocks then add
+// about 1e-20 x their partial sums: nothing at bf16 precision).
+template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARPS_M, int WARPS_N, int STAGES, int GROUP_M, int SPLIT_K,
+          int B_HINT>
+__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32)
+    gemm_a8w8_blockscale_mma_rs(const __grid_constant__ at_gemm_a8w8_blockscale_args args) {
+  static_assert(BLOCK_N <= 128 || (BLOCK_N / WARPS_N) <= 128, "a warp's columns must share one 128-column scale block");
+  gemm_a8w8_blockscale_mma_body<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES, GROUP_M, SPLIT_K, B_HINT, true>(args);
 }

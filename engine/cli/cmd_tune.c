@@ -38,7 +38,8 @@ static const char *USAGE =
     "  --arch ARCH          compile target, e.g. sm_90a or sm_89 (default: the GPU's, else sm_90a)\n"
     "  --gpus LIST          GPUs to tune on, e.g. 0,1 (default: all)\n"
     "  --compile-only       stop after compiling\n"
-    "  --fresh              ignore earlier results in the DB (recompile, re-time)\n"
+    "  --fresh              ignore earlier results in the DB: compile (from the compile cache when it\n"
+    "                       has the cubin) and time everything again\n"
     "  --no-baselines       do not time the vendor kernel per shape\n"
     "  --pch                use NVRTC precompiled headers\n"
     "  --summary-json FILE  also write the summary as JSON\n"
@@ -109,8 +110,12 @@ static int select_gpus(const char *list, const at_device_info *all, int nall, at
   *out = at_xcalloc((size_t)(nall ? nall : 1), sizeof **out);
   *n = 0;
   if (!list) {
-    memcpy(*out, all, sizeof *all * (size_t)nall);
-    *n = nall;
+    /* All of them, when they are one model; otherwise the first and those like it, said plainly. */
+    for (int i = 0; i < nall; i++)
+      if (all[i].cc == all[0].cc && strcmp(all[i].name, all[0].name) == 0) (*out)[(*n)++] = all[i];
+    if (*n < nall)
+      fprintf(stderr, "autotune: tuning on the %d GPU%s like GPU 0 (%s); use --gpus to choose others\n", *n,
+              *n == 1 ? "" : "s", all[0].name);
     return AT_OK;
   }
   char *copy = at_xstrdup(list), *save = NULL;
@@ -205,7 +210,7 @@ int cmd_tune(int argc, char **argv) {
   for (size_t v = 0; v < space->nvariants; v++) {
     const at_variant *var = &space->variants[v];
     if ((rc = at_store_variant(db, space->op_name, var->name, var->family, var->template_path, var->entry, sources[v]->hash,
-                               &variant_ids[v])))
+                               run_id, &variant_ids[v])))
       goto out;
   }
   {

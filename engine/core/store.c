@@ -38,7 +38,8 @@ static const char *SCHEMA =
     "  device_id INTEGER REFERENCES devices(id), peak_tflops REAL, peak_gbs REAL);"
     "CREATE TABLE IF NOT EXISTS variants("
     "  id INTEGER PRIMARY KEY, op TEXT NOT NULL, name TEXT NOT NULL, family TEXT NOT NULL, template TEXT NOT NULL,"
-    "  entry TEXT NOT NULL, source_hash TEXT NOT NULL, UNIQUE(op, name, family, entry, source_hash));"
+    "  entry TEXT NOT NULL, source_hash TEXT NOT NULL, last_run INTEGER,"
+    "  UNIQUE(op, name, family, entry, source_hash));"
     "CREATE TABLE IF NOT EXISTS candidates("
     "  id INTEGER PRIMARY KEY, compile_key TEXT NOT NULL UNIQUE,"
     "  variant_id INTEGER NOT NULL REFERENCES variants(id), params TEXT NOT NULL, name_expr TEXT NOT NULL,"
@@ -335,16 +336,34 @@ static int upsert_tx(at_store *s, void *p) {
   return AT_OK;
 }
 
+typedef struct variant_ctx {
+  upsert_ctx u;
+  int64_t run_id;
+} variant_ctx;
+
+static int variant_tx(at_store *s, void *p) {
+  variant_ctx *c = p;
+  AT_TRY(upsert_tx(s, &c->u));
+  if (c->run_id <= 0) return AT_OK;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, "UPDATE variants SET last_run=?1 WHERE id=?2 AND coalesce(last_run, 0) < ?1", -1,
+                                  &st, NULL));
+  sqlite3_bind_int64(st, 1, c->run_id);
+  sqlite3_bind_int64(st, 2, c->u.id);
+  return step_done(s, st);
+}
+
 int at_store_variant(at_store *s, const char *op, const char *name, const char *family, const char *template_path,
-                     const char *entry, const char *source_hash, int64_t *id) {
+                     const char *entry, const char *source_hash, int64_t run_id, int64_t *id) {
   /* The template path is informative, not identity: the same content moved is the same variant. */
-  upsert_ctx c = {
-      .select_sql = "SELECT id FROM variants WHERE op=?1 AND name=?2 AND family=?3 AND entry=?4 AND source_hash=?5",
-      .insert_sql = "INSERT INTO variants(op,name,family,entry,source_hash,template) VALUES(?1,?2,?3,?4,?5,?6)",
-      .text = {op, name, family, entry, source_hash, template_path},
-      .ntext = 6};
-  AT_TRY(at_store_tx(s, upsert_tx, &c));
-  *id = c.id;
+  variant_ctx c = {
+      {.select_sql = "SELECT id FROM variants WHERE op=?1 AND name=?2 AND family=?3 AND entry=?4 AND source_hash=?5",
+       .insert_sql = "INSERT INTO variants(op,name,family,entry,source_hash,template) VALUES(?1,?2,?3,?4,?5,?6)",
+       .text = {op, name, family, entry, source_hash, template_path},
+       .ntext = 6},
+      run_id};
+  AT_TRY(at_store_tx(s, variant_tx, &c));
+  *id = c.u.id;
   return AT_OK;
 }
 
@@ -723,9 +742,12 @@ int at_store_devices(at_store *s, at_device_entry **out, size_t *n) {
   return AT_OK;
 }
 
-/* Candidates of the newest version of each variant (op, name): the only ones export trusts. */
+/* Candidates export trusts: of the version of each variant (op, name) that the latest run used (a
+ * template edited and then reverted is current again), and not quarantined. */
 #define CURRENT_CANDIDATES                                                                                            \
-  "SELECT c.id FROM candidates c WHERE c.variant_id IN (SELECT max(id) FROM variants GROUP BY op, name)"
+  "SELECT c.id FROM candidates c JOIN variants v ON v.id=c.variant_id WHERE c.quarantined=0 AND NOT EXISTS"           \
+  " (SELECT 1 FROM variants w WHERE w.op=v.op AND w.name=v.name AND (coalesce(w.last_run,0) > coalesce(v.last_run,0)" \
+  " OR (coalesce(w.last_run,0) = coalesce(v.last_run,0) AND w.id > v.id)))"
 
 int at_store_tuned_nks(at_store *s, const char *op, int64_t device_id, at_tuned_nk **out, size_t *n) {
   finalize_last(s);
@@ -816,4 +838,50 @@ int at_store_candidate_config(at_store *s, int64_t candidate_id, at_config *out)
   free(params);
   out->valid = rc == AT_OK;
   return rc;
+}
+
+int at_store_candidate_quarantined(at_store *s, int64_t candidate_id, int *quarantined) {
+  finalize_last(s);
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, "SELECT quarantined FROM candidates WHERE id=?", -1, &st, NULL));
+  sqlite3_bind_int64(st, 1, candidate_id);
+  int64_t q;
+  AT_TRY(step_id(s, st, &q));
+  *quarantined = q == 1;
+  return AT_OK;
+}
+
+int at_store_get_winner(at_store *s, int64_t problem_id, int64_t device_id, int64_t *candidate_id, double *time_us) {
+  finalize_last(s);
+  *candidate_id = -1;
+  *time_us = 0;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, "SELECT candidate_id, time_us FROM winners WHERE problem_id=? AND device_id=?", -1,
+                                  &st, NULL));
+  sqlite3_bind_int64(st, 1, problem_id);
+  sqlite3_bind_int64(st, 2, device_id);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    *candidate_id = sqlite3_column_int64(st, 0);
+    *time_us = sqlite3_column_double(st, 1);
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sql_fail(s, "get winner", rc, __FILE__, __LINE__);
+  return AT_OK;
+}
+
+int at_store_get_baseline(at_store *s, int64_t problem_id, int64_t device_id, const char *name, double *time_us) {
+  finalize_last(s);
+  *time_us = 0;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, "SELECT time_us FROM baselines WHERE problem_id=? AND device_id=? AND name=?", -1,
+                                  &st, NULL));
+  sqlite3_bind_int64(st, 1, problem_id);
+  sqlite3_bind_int64(st, 2, device_id);
+  bind_text(st, 3, name);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) *time_us = sqlite3_column_double(st, 0);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sql_fail(s, "get baseline", rc, __FILE__, __LINE__);
+  return AT_OK;
 }

@@ -32,8 +32,10 @@ typedef struct at_run_info {
 int at_store_begin_run(at_store *s, const at_run_info *info, int64_t *run_id);
 int at_store_end_run(at_store *s, int64_t run_id, const char *status);
 
+/* Finds or adds a template variant, and marks it used by run_id (> 0): export trusts the version of
+ * each variant that the latest run used. */
 int at_store_variant(at_store *s, const char *op, const char *name, const char *family, const char *template_path,
-                     const char *entry, const char *source_hash, int64_t *id);
+                     const char *entry, const char *source_hash, int64_t run_id, int64_t *id);
 
 typedef struct at_cand_row {
   int64_t id;
@@ -57,6 +59,7 @@ int at_store_find_candidate(at_store *s, const char *compile_key, at_cand_row *r
 /* Inserts a compiled (or failed) candidate; *id is its row id. */
 int at_store_put_candidate(at_store *s, const at_cand_row *row, int64_t *id);
 int at_store_quarantine(at_store *s, int64_t candidate_id);
+int at_store_candidate_quarantined(at_store *s, int64_t candidate_id, int *quarantined);
 
 typedef struct at_prune_row {
   int64_t variant_id;
@@ -98,6 +101,9 @@ int at_store_get_result(at_store *s, int64_t candidate_id, int64_t problem_id, i
 int at_store_set_retime(at_store *s, int64_t candidate_id, int64_t problem_id, int64_t device_id, double retime_us);
 int at_store_put_winner(at_store *s, int64_t problem_id, int64_t device_id, int64_t candidate_id, double time_us,
                         int64_t run_id);
+/* The recorded winner of a problem (candidate -1 when none) and a baseline's time (0 when none). */
+int at_store_get_winner(at_store *s, int64_t problem_id, int64_t device_id, int64_t *candidate_id, double *time_us);
+int at_store_get_baseline(at_store *s, int64_t problem_id, int64_t device_id, const char *name, double *time_us);
 int at_store_put_baseline(at_store *s, int64_t problem_id, int64_t device_id, int64_t run_id, const char *name,
                           double time_us);
 

@@ -166,6 +166,7 @@ static int evaluate(gpu_thread *g, at_shape_outcome *o, size_t ci, double cut_us
     snprintf(rep.status, sizeof rep.status, "%s", rc == AT_PROTO_TIMEOUT ? "timeout" : "fault");
     snprintf(rep.message, sizeof rep.message, "worker %s", g->w.exit_reason);
     rep.max_abs_err = -1;
+    rep.first_bad = -1;
   } else {
     return rc;
   }
@@ -322,7 +323,7 @@ static int tune_shape(gpu_thread *g, size_t si) {
     if (sh->quarantined[i]) {
       at_result_row row = {.candidate_id = job->compiled[i].cand_id, .problem_id = o->problem_id,
                            .device_id = sh->device_id, .run_id = job->run_id, .status = "quarantined",
-                           .message = "killed two workers earlier in this run", .max_abs_err = -1,
+                           .message = "not run: it killed two workers", .max_abs_err = -1, .first_bad = -1,
                            .seed = (int64_t)s->seed};
       rc = at_store_put_result(job->db, &row);
       o->counts[AT_ST_QUARANTINED]++, sh->st->counts[AT_ST_QUARANTINED]++;
@@ -333,6 +334,30 @@ static int tune_shape(gpu_thread *g, size_t si) {
   }
   unlock(sh);
   if (rc) goto out;
+
+  /* Finished earlier, winner decided: nothing to redo, not even the inputs. */
+  if (ntodo == 0 && !job->fresh) {
+    int64_t wc = -1;
+    double wt = 0;
+    lock(sh);
+    rc = at_store_get_winner(job->db, o->problem_id, sh->device_id, &wc, &wt);
+    if (rc == AT_OK && wc >= 0) {
+      for (size_t i = 0; i < e->n; i++)
+        if (job->compiled[i].cand_id == wc) o->winner = (int64_t)i;
+      if (o->winner >= 0) {
+        o->winner_us = wt;
+        at_result_row row = {0};
+        fill_rates(job, sh->st, &o->shape, wt, &row);
+        o->tflops = row.tflops;
+        o->roofline_pct = row.roofline_pct;
+        rc = at_store_get_baseline(job->db, o->problem_id, sh->device_id, "cublas_fp32_reference", &o->ref_us);
+        if (rc == AT_OK) rc = at_store_get_baseline(job->db, o->problem_id, sh->device_id, "cublaslt_blockscale_fp8", &o->vendor_us);
+        o->done = 1;
+      }
+    }
+    unlock(sh);
+    if (rc || o->done) goto out;
+  }
   qsort_r(todo, ntodo, sizeof *todo, cmp_by_last, g->last_time);
 
   /* Inputs, reference and baselines on the worker. */
@@ -497,11 +522,9 @@ int at_tune_gpu(const at_tune_job *job, at_tune_stats *st) {
   /* Quarantines from earlier runs hold. */
   for (size_t i = 0; i < e->n; i++) {
     if (!job->compiled[i].usable) continue;
-    int64_t q = 0;
-    char sql[128];
-    snprintf(sql, sizeof sql, "SELECT quarantined FROM candidates WHERE id=%lld", (long long)job->compiled[i].cand_id);
-    if ((rc = at_store_query_int(job->db, sql, &q))) goto out;
-    if (q == 1) sh.quarantined[i] = 1, sh.kills[i] = 2;
+    int q = 0;
+    if ((rc = at_store_candidate_quarantined(job->db, job->compiled[i].cand_id, &q))) goto out;
+    if (q) sh.quarantined[i] = 1, sh.kills[i] = 2;
     for (size_t j = 0; j < s->nshapes; j++) sh.total_evals += e->shape_ok[i * e->nshapes + j];
   }
 

@@ -125,7 +125,10 @@ int at_measure_peaks(const at_gpu *g, at_peak_reply *r) {
   fp8_free(&f);
   if (rc == AT_OK && b.median_us > 0)
     r->fp8_tflops = 2.0 * (double)n * (double)n * (double)n / (b.median_us * 1e-6) / 1e12;
-  else
-    snprintf(r->note, sizeof r->note, "FP8 peak not measured (roofline uses bandwidth alone): %s", at_errmsg());
+  else {
+    size_t used = strlen(r->note);
+    snprintf(r->note + used, sizeof r->note - used, "%sFP8 peak not measured (roofline uses bandwidth alone): %s",
+             used ? "; " : "", at_errmsg());
+  }
   return AT_OK;
 }

@@ -72,9 +72,9 @@ static void build_db(const char *path, double scale) {
   CHECK_EQ_INT(at_store_device(s, &d, &dev), AT_OK);
   /* An older version of the template: its stunning result must not be exported. */
   CHECK_EQ_INT(at_store_variant(s, "gemm_a8w8_blockscale", "mma", "mma", "/x/gemm_a8w8_blockscale_mma.cuh", ENTRY, "old",
-                                &old_variant), AT_OK);
+                                0, &old_variant), AT_OK);
   CHECK_EQ_INT(at_store_variant(s, "gemm_a8w8_blockscale", "mma", "mma", "/x/gemm_a8w8_blockscale_mma.cuh", ENTRY, "new",
-                                &variant), AT_OK);
+                                0, &variant), AT_OK);
   int64_t stale = add_cand(s, old_variant, 7);
   for (int i = 0; i < 4; i++) g_cand[i] = add_cand(s, variant, i);
   /* (1024, 1024): M 16 | 48 64 | 256 | 512 4096. */
@@ -161,6 +161,38 @@ static void export_rules(const char *db, const char *dir) {
   char *missing = at_path_join(TMP, "missing.db");
   CHECK_EQ_INT(run_cli(out, "export", "--db", missing, "--out", dir2, (const char *)NULL), 2);
   free(missing), free(dir2), free(out);
+}
+
+/* A template edited and then reverted: the latest run's version is current again. A quarantined
+ * candidate is never exported, even where it passed. */
+static void current_versions(void) {
+  char *db = at_path_join(TMP, "versions.db"), *dir = at_path_join(TMP, "configs-versions");
+  at_store *s;
+  CHECK_EQ_INT(at_store_open(db, &s), AT_OK);
+  at_device_row d = {"NVIDIA H100 80GB HBM3", "sm_90a", "GPU-x", "13.0", 90, 132, 50 << 20, 232448, 80LL << 30};
+  int64_t dev, va, vb, va2, runs[3], p;
+  at_run_info ri = {"s.yaml", "h", "gemm_a8w8_blockscale", "SYN", "sm_90a", "13.0", "test"};
+  for (int i = 0; i < 3; i++) CHECK_EQ_INT(at_store_begin_run(s, &ri, &runs[i]), AT_OK);
+  CHECK_EQ_INT(at_store_device(s, &d, &dev), AT_OK);
+  const char *tpl = "/x/gemm_a8w8_blockscale_mma.cuh";
+  CHECK_EQ_INT(at_store_variant(s, "gemm_a8w8_blockscale", "mma", "mma", tpl, ENTRY, "A", runs[0], &va), AT_OK);
+  CHECK_EQ_INT(at_store_variant(s, "gemm_a8w8_blockscale", "mma", "mma", tpl, ENTRY, "B", runs[1], &vb), AT_OK);
+  CHECK_EQ_INT(at_store_variant(s, "gemm_a8w8_blockscale", "mma", "mma", tpl, ENTRY, "A", runs[2], &va2), AT_OK);
+  CHECK_EQ_INT(va2, va);
+  int64_t ca = add_cand(s, va, 0), cb = add_cand(s, vb, 1), cq = add_cand(s, va, 2);
+  CHECK_EQ_INT(at_store_problem(s, "gemm_a8w8_blockscale", "SYN", 64, 1024, 1024, &p), AT_OK);
+  result(s, ca, p, dev, 10);
+  result(s, cb, p, dev, 5);  /* faster, but of the version the latest run did not use */
+  result(s, cq, p, dev, 2);  /* fastest, but quarantined */
+  CHECK_EQ_INT(at_store_quarantine(s, cq), AT_OK);
+  CHECK_EQ_INT(at_store_put_winner(s, p, dev, ca, 10, runs[2]), AT_OK);
+  at_store_close(s);
+  char *out = at_path_join(TMP, "versions.txt");
+  CHECK_EQ_INT(run_cli(out, "export", "--db", db, "--out", dir, (const char *)NULL), 0);
+  char *f = at_path_join(dir, "sm90-GEMM-SYN-N=1024-K=1024.json");
+  at_config_set cs = load_set(f);
+  CHECK_EQ_INT(block_m_of(&cs.bucket[AT_BUCKET_M64]), 16); /* candidate 0 of version A */
+  free(f), free(out), free(db), free(dir);
 }
 
 /* Runs query; returns its exit status, the answer in *json (malloc'd) and stderr merged in. */
@@ -330,6 +362,7 @@ int main(int argc, char **argv) {
   char *db = at_path_join(TMP, "syn.db"), *dir = at_path_join(TMP, "configs");
   build_db(db, 1.0);
   export_rules(db, dir);
+  current_versions();
   query_sources(db, dir);
   committed_configs();
   runtime_lookups(db, dir);

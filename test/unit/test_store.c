@@ -27,7 +27,7 @@ static int writer(const char *path, int64_t cand0, int n) {
   at_device_row d = {"GPU X", "sm_90a", "uuid", "13.0", 90, 132, 50 << 20, 232448, 80LL << 30};
   int rc = at_store_problem(s, "op", "TAG", 1, 2, 3, &problem);
   if (!rc) rc = at_store_device(s, &d, &device);
-  if (!rc) rc = at_store_variant(s, "op", "v", "mma", "t.cuh", "k<A>", "h", &variant);
+  if (!rc) rc = at_store_variant(s, "op", "v", "mma", "t.cuh", "k<A>", "h", 0, &variant);
   for (int i = 0; i < n && !rc; i++) {
     char key[32];
     snprintf(key, sizeof key, "key-%lld", (long long)(cand0 + i));
@@ -55,10 +55,10 @@ int main(void) {
   CHECK_EQ_INT(v, AT_STORE_SCHEMA_VERSION);
 
   int64_t var1, var2;
-  CHECK_EQ_INT(at_store_variant(s, "op", "mma", "mma", "/a/t.cuh", "k<A>", "hash1", &var1), AT_OK);
-  CHECK_EQ_INT(at_store_variant(s, "op", "mma", "mma", "/moved/t.cuh", "k<A>", "hash1", &var2), AT_OK);
+  CHECK_EQ_INT(at_store_variant(s, "op", "mma", "mma", "/a/t.cuh", "k<A>", "hash1", 0, &var1), AT_OK);
+  CHECK_EQ_INT(at_store_variant(s, "op", "mma", "mma", "/moved/t.cuh", "k<A>", "hash1", 0, &var2), AT_OK);
   CHECK_EQ_INT(var1, var2); /* same content, moved file: same variant */
-  CHECK_EQ_INT(at_store_variant(s, "op", "mma", "mma", "/a/t.cuh", "k<A>", "hash2", &var2), AT_OK);
+  CHECK_EQ_INT(at_store_variant(s, "op", "mma", "mma", "/a/t.cuh", "k<A>", "hash2", 0, &var2), AT_OK);
   CHECK(var1 != var2);
 
   int64_t id1, id2;
