@@ -23,9 +23,11 @@
 #include "report.h"
 
 static volatile sig_atomic_t g_stop;
+/* The first Ctrl-C or SIGTERM stops cleanly (running work finishes, everything is kept); a second
+ * one ends the process at once (its workers die with it). */
 static void on_signal(int sig) {
-  (void)sig;
   g_stop = 1;
+  signal(sig, SIG_DFL);
 }
 
 static const char *USAGE =
@@ -186,14 +188,10 @@ int cmd_tune(int argc, char **argv) {
   if (ngpus) {
     at_device_limits(&gpus[0], &limits);
     snprintf(arch, sizeof arch, "%s", limits.arch);
-    if (o.arch && strcmp(o.arch, arch) != 0) {
-      if (!o.compile_only) {
-        rc = at_fail(AT_ERR_INPUT, "--arch %s does not match GPU %d (%s, %s); timing compiles for the GPU's arch", o.arch,
-                     gpus[0].index, gpus[0].name, arch);
-        goto out;
-      }
-      at_limits_for_arch(o.arch, &limits);
-      snprintf(arch, sizeof arch, "%s", o.arch);
+    if (o.arch && strcmp(o.arch, arch) != 0) { /* (with --compile-only and --arch no GPU is probed) */
+      rc = at_fail(AT_ERR_INPUT, "--arch %s does not match GPU %d (%s, %s); timing compiles for the GPU's arch", o.arch,
+                   gpus[0].index, gpus[0].name, arch);
+      goto out;
     }
   } else {
     snprintf(arch, sizeof arch, "%s", o.arch ? o.arch : "sm_90a");

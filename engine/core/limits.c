@@ -44,9 +44,9 @@ int at_limits_for_arch(const char *arch, at_limits *out) {
   out->regs_per_block = 65536;
   out->regs_per_sm = 65536;
   switch (cc) {
-  case 80: out->max_smem_per_block = 166912; break; /* 163 KB */
+  case 80:
+  case 87: out->max_smem_per_block = 166912; break; /* 163 KB */
   case 86:
-  case 87:
   case 89: out->max_smem_per_block = 101376; break; /* 99 KB */
   case 90:
   case 100:

@@ -314,6 +314,7 @@ static int tune_shape(gpu_thread *g, size_t si) {
       if (k >= 0) o->counts[k]++, sh->st->counts[k]++;
       o->resumed++;
       sh->st->resumed++;
+      sh->done_evals++; /* counted as done, so that progress and its ETA stay true on a rerun */
       if (k == AT_ST_OK) {
         ok[nok++] = (ranked){i, us};
         if (best == 0 || us < best) best = us;

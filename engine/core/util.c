@@ -120,7 +120,8 @@ int at_read_file(const char *path, size_t max_size, char **data, size_t *size) {
   *data = NULL;
   *size = 0;
   FILE *f = fopen(path, "rb");
-  if (!f) return at_fail(errno == ENOENT ? AT_ERR_INPUT : AT_ERR_RUNTIME, "%s: %s", path, strerror(errno));
+  /* A file that cannot be opened is the caller's input problem (missing, unreadable, a directory). */
+  if (!f) return at_fail(AT_ERR_INPUT, "%s: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
     fclose(f);
