@@ -57,7 +57,7 @@ char *at_config_params_json(const at_config *c) {
   return at_buf_steal(&b);
 }
 
-char *at_entry_instantiate(const char *entry, const char (*names)[32], const int64_t *values, int n) {
+char *at_entry_instantiate(const char *entry, const char *const *names, const int64_t *values, int n) {
   at_buf b = {0};
   const char *p = entry;
   while (*p) {
@@ -79,7 +79,11 @@ char *at_entry_instantiate(const char *entry, const char (*names)[32], const int
   return at_buf_steal(&b);
 }
 
-char *at_config_name_expr(const at_config *c) { return at_entry_instantiate(c->entry, c->names, c->values, c->nparams); }
+char *at_config_name_expr(const at_config *c) {
+  const char *names[AT_MAX_PARAMS];
+  for (int i = 0; i < c->nparams; i++) names[i] = c->names[i];
+  return at_entry_instantiate(c->entry, names, c->values, c->nparams);
+}
 
 int at_config_same(const at_config *a, const at_config *b) {
   if (!a->valid || !b->valid || strcmp(a->variant, b->variant) != 0 || a->nparams != b->nparams) return 0;

@@ -61,6 +61,6 @@ int at_config_set_from_json(const char *name, const at_json *j, at_config_set *o
 const at_config *at_config_for_m(const at_config_set *cs, int64_t m, int *bucket);
 
 /* Instantiates an entry pattern: every parameter name replaced by its value. malloc'd. */
-char *at_entry_instantiate(const char *entry, const char (*names)[32], const int64_t *values, int n);
+char *at_entry_instantiate(const char *entry, const char *const *names, const int64_t *values, int n);
 
 #endif

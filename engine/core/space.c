@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "limits.h"
+#include "proto.h"
 #include "sha256.h"
 #include "util.h"
 #include "yamltree.h"
@@ -135,6 +137,7 @@ static int check_value(loader *L, const at_variant *v, const at_param_def *p, co
 static int load_params(loader *L, at_variant *v, const at_ynode *map) {
   AT_TRY(want_kind(L, map, AT_Y_MAP, "params"));
   if (map->n == 0) return err_at(L, map, "params must name at least one parameter");
+  if (map->n > AT_MAX_PARAMS) return err_at(L, map, "a variant has at most %d parameters", AT_MAX_PARAMS);
   v->params = at_xcalloc(map->n, sizeof *v->params);
   for (size_t i = 0; i < map->n; i++) {
     const at_ynode *key = map->keys[i], *list = map->items[i];
@@ -143,6 +146,7 @@ static int load_params(loader *L, at_variant *v, const at_ynode *map) {
     p->line = key->line;
     p->col = key->col;
     if (!is_identifier(p->name)) return err_at(L, key, "parameter name '%s' is not an identifier", p->name);
+    if (strlen(p->name) >= 32) return err_at(L, key, "parameter name '%s' is longer than 31 characters", p->name);
     if (name_is_reserved(L->s->op, p->name))
       return err_at(L, key, "parameter name '%s' is reserved (shape, device-limit or derived name)", p->name);
     char what[300];
@@ -507,25 +511,10 @@ void at_space_free(at_space *s) {
 }
 
 char *at_variant_name_expr(const at_variant *v, const int64_t *values) {
-  at_buf b = {0};
-  const char *p = v->entry;
-  while (*p) {
-    if (isalpha((unsigned char)*p) || *p == '_') {
-      const char *start = p;
-      while (isalnum((unsigned char)*p) || *p == '_') p++;
-      size_t n = (size_t)(p - start);
-      size_t i;
-      for (i = 0; i < v->nparams; i++)
-        if (strlen(v->params[i].name) == n && memcmp(v->params[i].name, start, n) == 0) break;
-      if (i < v->nparams)
-        at_buf_printf(&b, "%lld", (long long)values[i]);
-      else
-        at_buf_append(&b, start, n);
-    } else {
-      at_buf_append(&b, p++, 1);
-    }
-  }
-  return at_buf_steal(&b);
+  const char *names[AT_MAX_PARAMS];
+  size_t n = v->nparams < AT_MAX_PARAMS ? v->nparams : AT_MAX_PARAMS;
+  for (size_t i = 0; i < n; i++) names[i] = v->params[i].name;
+  return at_entry_instantiate(v->entry, names, values, (int)n);
 }
 
 int at_space_constraint_error(const at_space *s, const at_constraint *c, int col) {
