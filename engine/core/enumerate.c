@@ -54,7 +54,6 @@ static int enumerate_variant(const at_space *s, size_t vi, const at_limits *lim,
 
   /* Register every rule so that zero counts are reported too. */
   for (size_t c = 0; c < v->nconstraints; c++) count_slot(e, vi, v->constraints[c].name, v->constraints[c].uses_shape);
-  at_prune_count *p_threads = NULL, *p_smem = NULL, *p_noshape = NULL;
   count_slot(e, vi, "device_threads", 0);
   count_slot(e, vi, "device_smem", 0);
   count_slot(e, vi, "no_shape", 0);
@@ -139,7 +138,6 @@ static int enumerate_variant(const at_space *s, size_t vi, const at_limits *lim,
     if (v->nparams == 0) break;
   }
 done:
-  (void)p_threads, (void)p_smem, (void)p_noshape;
   free(idx);
   free(table);
   return rc;

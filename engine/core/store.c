@@ -315,22 +315,22 @@ typedef struct upsert_ctx {
   int64_t id;
 } upsert_ctx;
 
-static void bind_upsert(sqlite3_stmt *st, const upsert_ctx *c, int with_all) {
+/* Texts first, then integers, as ?1, ?2, ...; a statement may leave the last ones unused. */
+static void bind_upsert(sqlite3_stmt *st, const upsert_ctx *c) {
   int i = 1;
   for (int t = 0; t < c->ntext; t++) bind_text(st, i++, c->text[t]);
   for (int n = 0; n < c->nints; n++) sqlite3_bind_int64(st, i++, c->ints[n]);
-  (void)with_all;
 }
 
 static int upsert_tx(at_store *s, void *p) {
   upsert_ctx *c = p;
   sqlite3_stmt *st;
   SQL_CHECK(s, sqlite3_prepare_v2(s->db, c->select_sql, -1, &st, NULL));
-  bind_upsert(st, c, 0);
+  bind_upsert(st, c);
   AT_TRY(step_id(s, st, &c->id));
   if (c->id >= 0) return AT_OK;
   SQL_CHECK(s, sqlite3_prepare_v2(s->db, c->insert_sql, -1, &st, NULL));
-  bind_upsert(st, c, 1);
+  bind_upsert(st, c);
   AT_TRY(step_done(s, st));
   c->id = sqlite3_last_insert_rowid(s->db);
   return AT_OK;
