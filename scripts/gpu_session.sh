@@ -6,6 +6,7 @@
 #   tune     the shipped space into /tmp/tuned.db (resumes; stops after $TUNE_LIMIT s, default 540)
 #   export   configs from /tmp/tuned.db into configs/, plus $OUT/configs.tar and the perf table
 #   example  the runtime example on several shapes (check against cuBLAS, host time per launch)
+#   verify   the runtime example on all 40 shapes of the shipped job (an independent check)
 #   bench    the lookup benchmark and the mma.sync FP8 ceiling (bench/mma_peak.cu)
 set -u
 B=/tmp/b
@@ -37,6 +38,22 @@ for step in "$@"; do
     for s in "16 1024 1024" "1 4096 1024" "100 1024 2048" "128 4096 1024" "4096 6144 1024" "2048 1024 3072"; do
       $B/examples/gemm_a8w8_blockscale --configs configs $s 2>&1 | tee -a "$OUT/session.log" || rc=1
     done ;;
+  verify)
+    # The runtime example on every shape of the shipped job: an independent check of each winner
+    # (other inputs, the library's launch path, the example's own comparison with cuBLAS).
+    pass=0; fail=0
+    for nk in "1024 1024" "4096 1024" "1024 2048" "6144 1024" "1024 3072"; do
+      for m in 16 32 64 128 256 512 2048 4096; do
+        if $B/examples/gemm_a8w8_blockscale --configs configs $m $nk >>"$OUT/verify.log" 2>&1; then
+          pass=$((pass + 1))
+        else
+          fail=$((fail + 1)); echo "FAILED: M=$m N K=$nk" | tee -a "$OUT/session.log"; rc=1
+        fi
+      done
+    done
+    echo "verify: $pass passed, $fail failed" | tee -a "$OUT/session.log"
+    echo "checks that passed: $(grep -c ': pass$' "$OUT/verify.log"), failed: $(grep -c ': FAIL$' "$OUT/verify.log")" |
+      tee -a "$OUT/session.log" ;;
   bench)
     $B/bench/bench_lookup configs sm90 2>&1 | tee -a "$OUT/session.log"
     nvcc -O3 -gencode=arch=compute_90a,code=sm_90a bench/mma_peak.cu -o /tmp/mma_peak && /tmp/mma_peak 2>&1 |

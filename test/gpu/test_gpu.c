@@ -6,8 +6,9 @@
  *   planted  a kernel that reads out of bounds, one that never ends and one that leaves its last
  *            tile unwritten are caught as fault, timeout and wrong (then quarantined after two
  *            dead workers) while the run completes and the correct kernel wins every shape
- *   resume   a tuning run killed with SIGKILL on the GPU resumes to the same results, leaves no
- *            worker behind, and its DB passes integrity_check */
+ *   resume   a tuning run killed with SIGKILL on the GPU, and then one stopped with SIGTERM,
+ *            resume to the same results, leave no worker behind, and the DB passes
+ *            integrity_check */
 #include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -145,6 +146,14 @@ static void resume(void) {
   CHECK(kept >= 40);
   usleep(500000);
   CHECK_EQ_INT(live_workers(), 0); /* workers die with their parent */
+  /* SIGTERM (or Ctrl-C) stops cleanly: exit 1, the run marked interrupted, no worker left. */
+  pid = proc_start(argv, out);
+  int64_t before = q(db, "SELECT count(*) FROM results");
+  for (int i = 0; i < 30000 && q(db, "SELECT count(*) FROM results") < before + 20; i++) usleep(10000);
+  kill(pid, SIGTERM);
+  CHECK_EQ_INT(proc_wait(pid, 120), 1);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM runs WHERE status='interrupted'"), 1);
+  CHECK_EQ_INT(live_workers(), 0);
   CHECK_EQ_INT(tune("spaces/edge.yaml", db, 900), 0);
   CHECK_EQ_INT(tune("spaces/edge.yaml", clean, 900), 0);
   int64_t total = q(clean, "SELECT count(*) FROM results");
