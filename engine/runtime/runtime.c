@@ -35,6 +35,7 @@
 enum { MAX_DEVNAMES = 32, MAX_WARNED = 64, WS_SLOTS = 8 };
 
 typedef struct rt_kernel {
+  uint64_t serial; /* unique for the process's lifetime: a freed kernel's address may be reused */
   CUcontext ctx;
   char *name_expr;
   const at_op *op;
@@ -411,7 +412,9 @@ static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, co
     at_jit_result_free(&r);
     return NULL;
   }
+  static _Atomic uint64_t next_serial = 1;
   rt_kernel *k = at_xcalloc(1, sizeof *k);
+  k->serial = atomic_fetch_add(&next_serial, 1);
   k->ctx = ctx;
   k->cfg = *cfg;
   CUresult cr = at_cu->ModuleLoadData(&k->mod, r.cubin);
@@ -516,12 +519,21 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
     if (!kern) return tl_error[0] ? AT_STATUS_ERROR : rt_fail(AT_STATUS_ERROR, "%s: no config for M=%lld", FN, (long long)m);
   }
 
-  const char *names[AT_MAX_PARAMS];
-  for (int i = 0; i < kern->cfg.nparams; i++) names[i] = kern->cfg.names[i];
-  at_params p = {names, kern->cfg.values, (size_t)kern->cfg.nparams};
-  at_shape shape = {m, n, k};
-  at_launch L;
-  if (op->launch(kern->cfg.family, &p, &shape, &L)) return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
+  /* The launch geometry of the last (kernel, shape) this thread launched: inference repeats its
+   * shapes, and the op's rule (parameter lookups by name) is then skipped. */
+  static _Thread_local uint64_t tl_kern;
+  static _Thread_local int64_t tl_m, tl_n, tl_k;
+  static _Thread_local at_launch tl_launch;
+  if (kern->serial != tl_kern || m != tl_m || n != tl_n || k != tl_k) {
+    const char *names[AT_MAX_PARAMS];
+    for (int i = 0; i < kern->cfg.nparams; i++) names[i] = kern->cfg.names[i];
+    at_params p = {names, kern->cfg.values, (size_t)kern->cfg.nparams};
+    at_shape shape = {m, n, k};
+    tl_kern = 0;
+    if (op->launch(kern->cfg.family, &p, &shape, &tl_launch)) return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
+    tl_kern = kern->serial, tl_m = m, tl_n = n, tl_k = k;
+  }
+  const at_launch L = tl_launch;
   CUdeviceptr ws = 0;
   if (L.workspace_bytes && (rc = workspace(ctx, (CUstream)stream, L.workspace_bytes, &ws))) return rc;
   at_gemm_a8w8_blockscale_args args = {(uintptr_t)a, (uintptr_t)a_scale, (uintptr_t)b, (uintptr_t)b_scale, (uintptr_t)c,
