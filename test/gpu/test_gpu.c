@@ -8,7 +8,9 @@
  *            dead workers) while the run completes and the correct kernel wins every shape
  *   resume   a tuning run killed with SIGKILL on the GPU, and then one stopped with SIGTERM,
  *            resume to the same results, leave no worker behind, and the DB passes
- *            integrity_check */
+ *            integrity_check
+ *   multi    with two GPUs or more (skipped otherwise): the edge space tuned on every GPU at once
+ *            completes with every result checked, and the same winners' counts as on one GPU */
 #include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -165,6 +167,34 @@ static void resume(void) {
   free(db), free(clean), free(sp), free(out);
 }
 
+static int gpu_count(void) {
+  char *out = at_path_join(TMP, "devices.txt");
+  char *argv[] = {(char *)EXE, "devices", NULL};
+  proc_run(argv, out, 120);
+  char *text = slurp(out);
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, "GPU ")); p++) n++;
+  free(text), free(out);
+  return n;
+}
+
+static void multi(void) {
+  if (gpu_count() < 2) check_skip("fewer than two GPUs");
+  char *db = at_path_join(TMP, "multi.db"), *one = at_path_join(TMP, "one.db");
+  char *sp = at_path_join(getenv("AT_TEST_DATA"), "spaces/edge.yaml"), *out = at_path_join(TMP, "one.txt");
+  CHECK_EQ_INT(tune("spaces/edge.yaml", db, 900), 0); /* all GPUs: the default */
+  char *argv[] = {(char *)EXE, "--gpus", "0", "--db", one, sp, NULL};
+  CHECK_EQ_INT(proc_run(argv, out, 900), 0);
+  int64_t cands = q(db, "SELECT count(*) FROM candidates WHERE status='ok'");
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), cands * 4);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM winners"), 4);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), q(one, "SELECT count(*) FROM results"));
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM devices"), 1);
+  CHECK_EQ_INT(live_workers(), 0);
+  free(db), free(one), free(sp), free(out);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return 2;
   EXE = argv[1];
@@ -175,6 +205,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[2], "edge") == 0) edge();
   else if (strcmp(argv[2], "planted") == 0) planted();
   else if (strcmp(argv[2], "resume") == 0) resume();
+  else if (strcmp(argv[2], "multi") == 0) multi();
   else return 2;
   free(cache);
   return check_summary();
