@@ -326,6 +326,7 @@ template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARPS_M, int WARPS_N, int S
           int B_HINT>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32)
     gemm_a8w8_blockscale_mma_rs(const __grid_constant__ at_gemm_a8w8_blockscale_args args) {
-  static_assert(BLOCK_N <= 128 || (BLOCK_N / WARPS_N) <= 128, "a warp's columns must share one 128-column scale block");
+  static_assert(BLOCK_N <= 128 || 128 % (BLOCK_N / WARPS_N) == 0,
+                "a warp's columns must lie in one 128-column scale block: BLOCK_N / WARPS_N must divide 128");
   gemm_a8w8_blockscale_mma_body<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES, GROUP_M, SPLIT_K, B_HINT, true>(args);
 }

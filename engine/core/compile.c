@@ -79,6 +79,11 @@ static int record(const at_compile_job *job, slot *sl, at_compiled *o, at_compil
   const at_variant *v = &job->space->variants[cand->variant];
   at_jit_result *r = &sl->res;
   if (sl->rc) return at_fail(sl->rc, "compiling %s: %s", cand->name_expr, sl->err);
+  if (r->cache_unwritable && !st->warned_cache) {
+    st->warned_cache = 1;
+    fprintf(stderr, "autotune: warning: the compile cache %s cannot be written; every use will compile again\n",
+            job->cache_dir);
+  }
   if (r->cache_hit)
     st->cache_hits++;
   else

@@ -177,6 +177,7 @@ int at_config_set_from_json(const char *name, const at_json *j, at_config_set *o
     if (b == AT_NBUCKETS) return at_fail(AT_ERR_INPUT, "%s: unknown bucket \"%s\"", name, buckets->keys[i]);
     const at_json *c = buckets->items[i];
     at_config *cfg = &out->bucket[b];
+    if (cfg->valid) return at_fail(AT_ERR_INPUT, "%s: bucket \"%s\" appears twice", name, buckets->keys[i]);
     char where[300];
     snprintf(where, sizeof where, "%s: bucket %s", name, buckets->keys[i]);
     AT_TRY(copy_str(where, c, "variant", cfg->variant, sizeof cfg->variant, 1));
@@ -200,7 +201,7 @@ int at_config_set_from_json(const char *name, const at_json *j, at_config_set *o
       at_json_int(params, keys[k], &cfg->values[k]);
     }
     const at_json *tm = at_json_get(c, "tuned_M"), *tt = at_json_get(c, "time_us");
-    for (size_t k = 0; tm && tm->kind == AT_J_ARRAY && k < tm->n && k < 16; k++) {
+    for (size_t k = 0; tm && tm->kind == AT_J_ARRAY && k < tm->n && out->ntuned[b] < 16; k++) {
       if (tm->items[k]->kind != AT_J_NUMBER) continue;
       out->tuned_m[b][out->ntuned[b]] = tm->items[k]->integer;
       if (tt && tt->kind == AT_J_ARRAY && k < tt->n && tt->items[k]->kind == AT_J_NUMBER)

@@ -310,11 +310,12 @@ int at_jit_compile(const at_jit_source *s, const char *name_expr, const at_jit_o
   at_sha256_hex(r->cubin, r->cubin_size, r->cubin_hash);
   r->ok = 1;
   if (cache_dir) {
+    /* A cache that cannot be written costs the next compile, not this one. */
     char *meta = meta_of(r);
-    rc = at_cache_put(cache_dir, key, meta, r->cubin, r->cubin_size);
+    if (at_cache_put(cache_dir, key, meta, r->cubin, r->cubin_size) != AT_OK) r->cache_unwritable = 1;
     free(meta);
   }
-  return rc;
+  return AT_OK;
 }
 
 void at_jit_result_free(at_jit_result *r) {

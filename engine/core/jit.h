@@ -44,6 +44,7 @@ typedef struct at_jit_result {
   int ok;             /* compiled (or found in the cache) */
   int cache_hit;
   int cache_damaged;  /* a damaged cache entry was found and rebuilt */
+  int cache_unwritable; /* compiled, but the cache could not store it */
   char *log;          /* NVRTC's log: errors, or the ptxas resource report */
   char *lowered_name; /* the mangled kernel name to look up in the cubin */
   void *cubin;

@@ -82,11 +82,16 @@ static int string(jp *j, char **out) {
     } else if (e == 'u') {
       unsigned cp;
       int rc = hex4(j, &cp);
-      if (rc == AT_OK && cp >= 0xD800 && cp < 0xDC00 && j->p + 1 < j->end && j->p[0] == '\\' && j->p[1] == 'u') {
-        unsigned lo;
-        j->p += 2;
-        rc = hex4(j, &lo);
+      if (rc == AT_OK && cp >= 0xD800 && cp < 0xDC00) {
+        unsigned lo = 0;
+        if (j->p + 1 < j->end && j->p[0] == '\\' && j->p[1] == 'u') {
+          j->p += 2;
+          rc = hex4(j, &lo);
+        }
+        if (rc == AT_OK && (lo < 0xDC00 || lo > 0xDFFF)) rc = jfail(j, "lone surrogate in a \\u escape");
         cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+      } else if (rc == AT_OK && cp >= 0xDC00 && cp <= 0xDFFF) {
+        rc = jfail(j, "lone surrogate in a \\u escape");
       }
       if (rc) {
         at_buf_free(&b);
@@ -111,7 +116,7 @@ static int number(jp *j, at_json *v) {
   const char *start = j->p;
   if (*j->p == '-') j->p++;
   if (j->p >= j->end || !isdigit((unsigned char)*j->p)) return jfail(j, "bad number");
-  while (j->p < j->end && (isdigit((unsigned char)*j->p) || strchr("+-.eE", *j->p))) j->p++;
+  while (j->p < j->end && *j->p && (isdigit((unsigned char)*j->p) || strchr("+-.eE", *j->p))) j->p++;
   char buf[64];
   size_t n = (size_t)(j->p - start);
   if (n >= sizeof buf) return jfail(j, "number too long");

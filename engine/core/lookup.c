@@ -1,6 +1,7 @@
 /* lookup.c: see lookup.h. */
 #include "lookup.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,25 +112,67 @@ static int from_files(const at_lookup_req *q, at_lookup_result *out, int default
   return found;
 }
 
+static int builtin_config(const at_op *op, at_config *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->variant, sizeof c->variant, "%s", op->builtin.variant);
+  snprintf(c->family, sizeof c->family, "%s", op->builtin.family);
+  snprintf(c->template_name, sizeof c->template_name, "%s", op->builtin.template_name);
+  snprintf(c->entry, sizeof c->entry, "%s", op->builtin.entry);
+  AT_TRY(at_config_set_params(c, op->builtin.params_json));
+  c->valid = 1;
+  return AT_OK;
+}
+
+/* Is a config launchable as the op's family says: every parameter in its entry (so that the kernel
+ * gets what the launch rule assumes) and every value in range? A config from a hand-edited file
+ * must not reach a kernel whose launch rule it breaks. */
+static int config_ok(const at_op *op, const at_config *c, char *why, size_t n) {
+  for (int i = 0; i < c->nparams; i++) {
+    size_t len = strlen(c->names[i]);
+    int found = 0;
+    for (const char *p = strchr(c->entry, '<'); p && (p = strstr(p, c->names[i])); p += len)
+      if (!(isalnum((unsigned char)p[-1]) || p[-1] == '_') && !(isalnum((unsigned char)p[len]) || p[len] == '_')) found = 1;
+    if (!found) return snprintf(why, n, "parameter %s does not appear in its entry", c->names[i]), 0;
+  }
+  int64_t derived[16];
+  const char *names[AT_MAX_PARAMS];
+  for (int i = 0; i < c->nparams; i++) names[i] = c->names[i];
+  at_params p = {names, c->values, (size_t)c->nparams};
+  if (at_op_count_derived(op) > 16 || op->derive(c->family, &p, derived)) return snprintf(why, n, "%s", at_errmsg()), 0;
+  return 1;
+}
+
+/* Every bucket filled: a config that is not launchable is replaced with a warning, a missing
+ * bucket takes `any`, a missing `any` the built-in default. */
+static int complete(const at_lookup_req *q, const at_op *op, at_lookup_result *out) {
+  at_config builtin;
+  AT_TRY(builtin_config(op, &builtin));
+  for (int b = 0; b < AT_NBUCKETS; b++) {
+    char why[512];
+    if (out->set.bucket[b].valid && !config_ok(op, &out->set.bucket[b], why, sizeof why)) {
+      warn(q, "%s: bucket %s is not a launchable config (%s); using another", out->path, AT_BUCKET_NAMES[b], why);
+      out->set.bucket[b].valid = 0;
+    }
+  }
+  if (!out->set.bucket[AT_BUCKET_ANY].valid) out->set.bucket[AT_BUCKET_ANY] = builtin;
+  for (int b = 0; b < AT_BUCKET_ANY; b++)
+    if (!out->set.bucket[b].valid) out->set.bucket[b] = out->set.bucket[AT_BUCKET_ANY];
+  return AT_OK;
+}
+
 int at_lookup(const at_lookup_req *q, at_lookup_result *out) {
   memset(out, 0, sizeof *out);
   const at_op *op = at_op_find(q->op);
   if (!op) return at_fail(AT_ERR_INPUT, "unknown op '%s' (known: %s)", q->op, at_op_names());
-  if (q->db && from_db(q, out)) return AT_OK;
-  if (q->configs_dir && from_files(q, out, 0)) return AT_OK;
-  if (q->configs_dir && from_files(q, out, 1)) return AT_OK;
+  if ((q->db && from_db(q, out)) || (q->configs_dir && (from_files(q, out, 0) || from_files(q, out, 1))))
+    return complete(q, op, out);
   /* The built-in default, in every bucket. */
   memset(&out->set, 0, sizeof out->set);
   snprintf(out->set.op, sizeof out->set.op, "%s", q->op);
   snprintf(out->set.tag, sizeof out->set.tag, "%s", q->tag ? q->tag : "");
   snprintf(out->set.device, sizeof out->set.device, "%s", q->device_names[0] ? q->device_names[0] : "");
-  at_config c = {0};
-  snprintf(c.variant, sizeof c.variant, "%s", op->builtin.variant);
-  snprintf(c.family, sizeof c.family, "%s", op->builtin.family);
-  snprintf(c.template_name, sizeof c.template_name, "%s", op->builtin.template_name);
-  snprintf(c.entry, sizeof c.entry, "%s", op->builtin.entry);
-  AT_TRY(at_config_set_params(&c, op->builtin.params_json));
-  c.valid = 1;
+  at_config c;
+  AT_TRY(builtin_config(op, &c));
   for (int b = 0; b < AT_NBUCKETS; b++) out->set.bucket[b] = c;
   out->source = AT_SRC_BUILTIN;
   snprintf(out->path, sizeof out->path, "(built in)");

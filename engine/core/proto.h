@@ -56,6 +56,7 @@ typedef struct at_shape_reply {
   double ref_us;        /* the cuBLAS FP32 reference GEMM (dequantized inputs), median */
   double vendor_us;     /* the vendor's own kernel for this op (cuBLASLt block-scaled FP8), 0 if none */
   char vendor_name[64];
+  int sticky; /* the GPU faulted during setup: the worker exits after replying */
   char message[512];
 } at_shape_reply;
 

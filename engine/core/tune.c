@@ -131,6 +131,49 @@ static void fill_rates(const at_tune_job *job, const at_tune_stats *st, const at
   row->roofline_pct = floor_s > 0 ? 100.0 * floor_s / sec : 0;
 }
 
+/* Writes one outcome of candidate ci on the thread's shape: the result row, the counters, the
+ * worker it killed and a quarantine after two. replaces_ok: the candidate had an ok result on this
+ * shape already (a failure during re-timing), whose count moves to the new status. */
+static int record_outcome(gpu_thread *g, at_shape_outcome *o, size_t ci, const at_eval_reply *rep, int killed,
+                          int replaces_ok) {
+  shared *sh = g->sh;
+  const at_tune_job *job = sh->job;
+  lock(sh);
+  if (killed) {
+    sh->st->replaced_workers++;
+    if (++sh->kills[ci] >= 2) sh->quarantined[ci] = 1;
+  }
+  int quarantine_now = killed && sh->quarantined[ci];
+  at_result_row row = {
+      .candidate_id = job->compiled[ci].cand_id,
+      .problem_id = o->problem_id,
+      .device_id = sh->device_id,
+      .run_id = job->run_id,
+      .status = rep->status,
+      .time_us = rep->time_us,
+      .time_min_us = rep->time_min_us,
+      .time_max_us = rep->time_max_us,
+      .samples = rep->samples,
+      .cut = rep->cut,
+      .occupancy = rep->occupancy,
+      .max_abs_err = rep->max_abs_err,
+      .bad_count = rep->bad_count,
+      .first_bad = rep->first_bad,
+      .message = rep->message,
+      .seed = (int64_t)job->space->seed,
+      .sets = g->sets,
+  };
+  if (rep->samples > 0) fill_rates(job, sh->st, &o->shape, rep->time_us, &row);
+  int rc = at_store_put_result(job->db, &row);
+  if (rc == AT_OK && quarantine_now) rc = at_store_quarantine(job->db, job->compiled[ci].cand_id);
+  int k = at_status_index(rep->status);
+  if (replaces_ok) o->counts[AT_ST_OK]--, sh->st->counts[AT_ST_OK]--;
+  if (k >= 0) o->counts[k]++, sh->st->counts[k]++;
+  if (!replaces_ok) o->evaluated++, sh->st->evaluated++, sh->done_evals++;
+  unlock(sh);
+  return rc;
+}
+
 /* Evaluates candidate ci on the thread's current shape; writes its result. */
 static int evaluate(gpu_thread *g, at_shape_outcome *o, size_t ci, double cut_us, double *time_out) {
   shared *sh = g->sh;
@@ -170,45 +213,8 @@ static int evaluate(gpu_thread *g, at_shape_outcome *o, size_t ci, double cut_us
   } else {
     return rc;
   }
-
-  lock(sh);
-  if (killed) {
-    sh->st->replaced_workers++;
-    if (++sh->kills[ci] >= 2) sh->quarantined[ci] = 1;
-  }
-  int quarantine_now = killed && sh->quarantined[ci];
-  at_result_row row = {
-      .candidate_id = job->compiled[ci].cand_id,
-      .problem_id = o->problem_id,
-      .device_id = sh->device_id,
-      .run_id = job->run_id,
-      .status = rep.status,
-      .time_us = rep.time_us,
-      .time_min_us = rep.time_min_us,
-      .time_max_us = rep.time_max_us,
-      .samples = rep.samples,
-      .cut = rep.cut,
-      .occupancy = rep.occupancy,
-      .max_abs_err = rep.max_abs_err,
-      .bad_count = rep.bad_count,
-      .first_bad = rep.first_bad,
-      .message = rep.message,
-      .seed = (int64_t)job->space->seed,
-      .sets = g->sets,
-  };
-  if (rep.samples > 0) fill_rates(job, sh->st, &o->shape, rep.time_us, &row);
-  rc = at_store_put_result(job->db, &row);
-  if (rc == AT_OK && quarantine_now) rc = at_store_quarantine(job->db, job->compiled[ci].cand_id);
-  int k = at_status_index(rep.status);
-  if (k >= 0) {
-    o->counts[k]++;
-    sh->st->counts[k]++;
-  }
-  o->evaluated++;
-  sh->st->evaluated++;
-  sh->done_evals++;
-  unlock(sh);
-  if (k == AT_ST_OK) *time_out = rep.time_us;
+  rc = record_outcome(g, o, ci, &rep, killed, 0);
+  if (rc == AT_OK && strcmp(rep.status, "ok") == 0) *time_out = rep.time_us;
   return rc;
 }
 
@@ -224,11 +230,15 @@ static int cmp_ranked(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static int retime(gpu_thread *g, at_shape_outcome *o, ranked *ok, size_t nok) {
+/* Re-times the leaders side by side and sorts ok[0..*nok) by the new times. A leader that fails
+ * now (a kernel can pass its check and fault on a later launch) gets that status instead of ok and
+ * leaves the ranking. When the worker dies without saying which leader killed it, each leader is
+ * evaluated again on its own, which tells. */
+static int retime(gpu_thread *g, at_shape_outcome *o, ranked *ok, size_t *nok) {
   shared *sh = g->sh;
   const at_tune_job *job = sh->job;
   size_t top = (size_t)job->space->timing.retime_top;
-  if (top > nok) top = nok;
+  if (top > *nok) top = *nok;
   if (top == 0) return AT_OK;
   at_buf msg = {0};
   uint32_t count = (uint32_t)top;
@@ -237,7 +247,11 @@ static int retime(gpu_thread *g, at_shape_outcome *o, ranked *ok, size_t nok) {
     at_eval_req req;
     void *cubin;
     size_t size;
-    AT_TRY(build_eval(job, ok[i].ci, 0, &req, &cubin, &size));
+    int rc = build_eval(job, ok[i].ci, 0, &req, &cubin, &size);
+    if (rc) {
+      at_buf_free(&msg);
+      return rc;
+    }
     req.samples = job->space->timing.retime_samples;
     uint64_t sz = size;
     at_buf_append(&msg, &req, sizeof req);
@@ -253,23 +267,47 @@ static int retime(gpu_thread *g, at_shape_outcome *o, ranked *ok, size_t nok) {
                         AT_MSG_RETIME_REPLY, &p, &len);
   at_buf_free(&msg);
   if (rc == AT_PROTO_TIMEOUT || rc == AT_PROTO_EOF) {
-    /* Every leader passed its check already; keep the first timings rather than fail the run. */
-    return AT_OK;
+    for (size_t i = 0; i < top; i++) {
+      double us = 0;
+      lock(sh);
+      o->counts[AT_ST_OK]--, sh->st->counts[AT_ST_OK]--, o->evaluated--, sh->st->evaluated--, sh->done_evals--;
+      unlock(sh);
+      AT_TRY(evaluate(g, o, ok[i].ci, 0, &us));
+      ok[i].us = us > 0 ? us : INFINITY;
+    }
+  } else {
+    AT_TRY(rc);
+    uint32_t n;
+    memcpy(&n, p, sizeof n);
+    const at_eval_reply *reps = (const at_eval_reply *)((char *)p + sizeof n);
+    int sticky = 0;
+    for (uint32_t i = 0; i < n && i < top && rc == AT_OK; i++) {
+      if (strcmp(reps[i].status, "ok") == 0) {
+        ok[i].us = reps[i].time_us;
+        lock(sh);
+        rc = at_store_set_retime(job->db, job->compiled[ok[i].ci].cand_id, o->problem_id, sh->device_id, reps[i].time_us);
+        unlock(sh);
+      } else {
+        at_eval_reply r = reps[i];
+        char msg2[sizeof r.message];
+        snprintf(msg2, sizeof msg2, "during side-by-side re-timing: %s", reps[i].message);
+        memcpy(r.message, msg2, sizeof r.message);
+        sticky |= r.sticky;
+        rc = record_outcome(g, o, ok[i].ci, &r, r.sticky, 1);
+        ok[i].us = INFINITY;
+      }
+    }
+    free(p);
+    if (sticky) at_worker_kill(&g->w); /* it exits after a sticky error; reap it */
+    AT_TRY(rc);
   }
-  AT_TRY(rc);
-  uint32_t n;
-  memcpy(&n, p, sizeof n);
-  const at_eval_reply *reps = (const at_eval_reply *)((char *)p + sizeof n);
-  lock(sh);
-  for (uint32_t i = 0; i < n && i < top && rc == AT_OK; i++) {
-    if (strcmp(reps[i].status, "ok") != 0) continue;
-    ok[i].us = reps[i].time_us;
-    rc = at_store_set_retime(job->db, job->compiled[ok[i].ci].cand_id, o->problem_id, sh->device_id, reps[i].time_us);
-  }
-  unlock(sh);
-  free(p);
+  /* The leaders in their new order; those that failed leave the ranking, the rest follows. */
   qsort(ok, top, sizeof *ok, cmp_ranked);
-  return rc;
+  size_t good = 0;
+  while (good < top && !isinf(ok[good].us)) good++;
+  memmove(ok + good, ok + top, sizeof *ok * (*nok - top));
+  *nok -= top - good;
+  return AT_OK;
 }
 
 /* ---- one shape -------------------------------------------------------------------------------- */
@@ -396,9 +434,13 @@ static int tune_shape(gpu_thread *g, size_t si) {
   if (rc) goto out;
 
   t0 = at_now_s();
+  int stopped = 0; /* this shape was left unfinished */
   for (size_t i = 0; i < ntodo && rc == AT_OK; i++) {
     if (job->stop && *job->stop) {
+      stopped = 1;
+      lock(sh);
       sh->st->interrupted = 1;
+      unlock(sh);
       break;
     }
     double us = 0;
@@ -419,7 +461,7 @@ static int tune_shape(gpu_thread *g, size_t si) {
   lock(sh);
   sh->st->eval_s += at_now_s() - t0;
   unlock(sh);
-  if (rc || sh->st->interrupted) goto out;
+  if (rc || stopped) goto out;
 
   for (size_t i = 0; i < e->n; i++) g->last_time[i] = 0;
   for (size_t i = 0; i < nok; i++) g->last_time[ok[i].ci] = ok[i].us;
@@ -427,7 +469,7 @@ static int tune_shape(gpu_thread *g, size_t si) {
   /* The leaders, side by side, decide. */
   qsort(ok, nok, sizeof *ok, cmp_ranked);
   t0 = at_now_s();
-  if ((rc = retime(g, o, ok, nok))) goto out;
+  if ((rc = retime(g, o, ok, &nok))) goto out;
   lock(sh);
   sh->st->retime_s += at_now_s() - t0;
   if (nok) {

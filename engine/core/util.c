@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,7 +149,10 @@ int at_read_file(const char *path, size_t max_size, char **data, size_t *size) {
 }
 
 int at_write_file_atomic(const char *path, const void *data, size_t size) {
-  char *tmp = at_xasprintf("%s.tmp.%ld", path, (long)getpid());
+  /* Unique per process and per call: threads may write the same path at once (the last rename
+   * wins, and every version is whole). */
+  static _Atomic unsigned long counter;
+  char *tmp = at_xasprintf("%s.tmp.%ld.%lu", path, (long)getpid(), (unsigned long)atomic_fetch_add(&counter, 1));
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     int rc = at_fail(AT_ERR_RUNTIME, "%s: %s", tmp, strerror(errno));

@@ -46,7 +46,8 @@ static int spawn(const char *const *args, at_worker *w) {
     dup2(in, 3);
     dup2(out, 4);
     execv(at_self_exe(), (char *const *)args);
-    fprintf(stderr, "autotune: cannot start a worker: exec %s: %s\n", at_self_exe(), strerror(errno));
+    static const char msg[] = "autotune: cannot start a worker: exec failed\n";
+    (void)!write(2, msg, sizeof msg - 1); /* only async-signal-safe calls after fork */
     _exit(127);
   }
   close(req[0]);

@@ -337,8 +337,14 @@ void at_yaml_scalar_pos(const at_ydoc *doc, const at_ynode *n, size_t value_offs
     }
     p++;
   }
-  size_t line0, col0;
-  offset_to_linecol(t, (size_t)(p - t), &line0, &col0);
-  *line = (int)line0 + 1;
-  *col = (int)col0 + 1;
+  /* Count from the node itself, whose position is known: no scan from the top of the file. */
+  int l = n->line, c = n->col;
+  for (const char *q = t + n->offset; q < p; q++) {
+    if (*q == '\n')
+      l++, c = 1;
+    else if (((unsigned char)*q & 0xC0) != 0x80)
+      c++;
+  }
+  *line = l;
+  *col = c;
 }

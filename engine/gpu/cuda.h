@@ -43,6 +43,7 @@
   X(StreamDestroy, cuStreamDestroy, "cuStreamDestroy_v2")                                                              \
   X(StreamSynchronize, cuStreamSynchronize, "cuStreamSynchronize")                                                     \
   X(StreamQuery, cuStreamQuery, "cuStreamQuery")                                                                       \
+  X(StreamIsCapturing, cuStreamIsCapturing, "cuStreamIsCapturing")                                                     \
   X(EventCreate, cuEventCreate, "cuEventCreate")                                                                       \
   X(EventDestroy, cuEventDestroy, "cuEventDestroy_v2")                                                                 \
   X(EventRecord, cuEventRecord, "cuEventRecord")                                                                       \

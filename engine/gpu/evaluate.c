@@ -169,6 +169,17 @@ out:
   return AT_OK;
 }
 
+/* One sample of leader i; on failure, records why on reps[i] and drops the leader. Returns 0 when
+ * the context is dead (a sticky error: stop everything, reply, exit). */
+static int retime_sample(at_timed **t, int i, double *us, at_eval_reply *reps) {
+  if (at_timed_sample(t[i], us) == AT_OK) return 1;
+  CUresult r = (CUresult)at_api_code();
+  api_failure(&reps[i], r, "side-by-side re-timing");
+  at_timed_destroy(t[i]);
+  t[i] = NULL;
+  return !reps[i].sticky;
+}
+
 int at_retime(at_eval_ctx *c, int n, const at_eval_req *reqs, const void *const *cubins, at_eval_reply *reps) {
   loaded *l = at_xcalloc((size_t)n, sizeof *l);
   at_timed **t = at_xcalloc((size_t)n, sizeof *t);
@@ -180,36 +191,40 @@ int at_retime(at_eval_ctx *c, int n, const at_eval_req *reqs, const void *const 
     memset(&reps[i], 0, sizeof reps[i]);
     reps[i].candidate_id = reqs[i].candidate_id;
     reps[i].max_abs_err = -1;
+    reps[i].first_bad = -1;
     if (!load(c, &reqs[i], cubins[i], &l[i], &reps[i])) continue;
     if (l[i].launch.workspace_bytes > ws) ws = l[i].launch.workspace_bytes;
   }
-  int rc = ensure_workspace(c, ws);
-  for (int i = 0; i < n && rc == AT_OK; i++) {
+  int alive = ensure_workspace(c, ws) == AT_OK;
+  for (int i = 0; i < n && alive; i++) {
     if (!l[i].mod) continue;
     lc[i] = (launch_ctx){c, &l[i]};
     if (at_timed_create(c->g, enqueue, &lc[i], c->sets, &t[i])) set_status(&reps[i], "resources", 0, "%s", at_errmsg());
   }
-  /* Round-robin: every leader sees the same clocks and temperatures, sample by sample. */
+  /* Round-robin: every leader sees the same clocks and temperatures, sample by sample. A leader
+   * that fails is dropped with its status; one that kills the context ends the re-timing. */
   double dummy;
-  for (int i = 0; i < n && rc == AT_OK; i++)
-    if (t[i]) rc = at_timed_sample(t[i], &dummy);
-  for (int s = 0; s < samples && rc == AT_OK; s++)
-    for (int i = 0; i < n && rc == AT_OK; i++)
-      if (t[i]) rc = at_timed_sample(t[i], &v[i * samples + s]);
+  for (int i = 0; i < n && alive; i++)
+    if (t[i]) alive = retime_sample(t, i, &dummy, reps);
+  for (int s = 0; s < samples && alive; s++)
+    for (int i = 0; i < n && alive; i++)
+      if (t[i]) alive = retime_sample(t, i, &v[i * samples + s], reps);
   for (int i = 0; i < n; i++) {
-    if (rc == AT_OK && t[i]) {
+    if (alive && t[i]) {
       snprintf(reps[i].status, sizeof reps[i].status, "ok");
       reps[i].samples = samples;
       reps[i].time_us = at_median(&v[i * samples], samples);
       reps[i].time_min_us = v[i * samples];
       reps[i].time_max_us = v[i * samples + samples - 1];
     }
-    at_timed_destroy(t[i]);
-    if (l[i].mod) at_cu->ModuleUnload(l[i].mod);
+    if (alive) {
+      at_timed_destroy(t[i]);
+      if (l[i].mod) at_cu->ModuleUnload(l[i].mod);
+    }
   }
   free(l);
   free(t);
   free(lc);
   free(v);
-  return rc;
+  return AT_OK; /* every leader's status is in reps; the caller exits if one is sticky */
 }

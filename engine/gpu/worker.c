@@ -79,6 +79,14 @@ static void shape_setup(at_eval_ctx *c, const at_shape_req *req, at_shape_reply 
     else if (note[0])
       snprintf(rep->message, sizeof rep->message, "%s", note);
   }
+  /* A fault in the reference or the baselines must not be blamed on the candidates after it. */
+  CUresult r = at_cu->CtxSynchronize();
+  if (r != CUDA_SUCCESS) {
+    rep->ok = 0;
+    rep->sticky = at_cu_is_sticky(r);
+    snprintf(rep->message, sizeof rep->message, "the GPU failed while preparing the shape: %s (%s)", at_cu_error_name(r),
+             at_cu_error_text(r));
+  }
 }
 
 static int serve_retime(at_eval_ctx *c, const char *p, size_t len, int out) {
@@ -100,6 +108,8 @@ static int serve_retime(at_eval_ctx *c, const char *p, size_t len, int out) {
   }
   at_eval_reply *reps = at_xcalloc(n ? n : 1, sizeof *reps);
   int rc = at_retime(c, (int)n, reqs, cubins, reps);
+  int sticky = 0;
+  for (uint32_t i = 0; i < n; i++) sticky |= reps[i].sticky;
   if (rc == AT_OK) {
     at_buf b = {0};
     at_buf_append(&b, &n, sizeof n);
@@ -112,6 +122,7 @@ static int serve_retime(at_eval_ctx *c, const char *p, size_t len, int out) {
   free(reqs);
   free(cubins);
   free(reps);
+  if (sticky) _exit(3); /* the context is unusable: a fresh worker takes over */
   return rc;
 }
 
@@ -145,6 +156,10 @@ int at_worker_main(int gpu, int in, int out) {
       memcpy(&req, p, sizeof req < len ? sizeof req : len);
       shape_setup(&c, &req, &rep);
       rc = at_msg_send(out, AT_MSG_SHAPE_REPLY, &rep, sizeof rep);
+      if (rep.sticky) {
+        free(p);
+        _exit(3);
+      }
       break;
     }
     case AT_MSG_EVAL: {

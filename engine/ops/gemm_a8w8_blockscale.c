@@ -59,13 +59,14 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
 }
 
 static int check_shape(const at_shape *s, int *dim) {
-  const int64_t big = (int64_t)1 << 30;
+  /* M and N up to 2^28 keep the kernel's int tile arithmetic (GROUP_M x tiles) far from overflow. */
+  const int64_t big = (int64_t)1 << 30, big_mn = (int64_t)1 << 28;
   *dim = 0;
   if (s->m < 1) return at_fail(AT_ERR_INPUT, "M must be at least 1 (got %lld)", (long long)s->m);
-  if (s->m > big) return at_fail(AT_ERR_INPUT, "M must be at most 2^30 (got %lld)", (long long)s->m);
+  if (s->m > big_mn) return at_fail(AT_ERR_INPUT, "M must be at most 2^28 (got %lld)", (long long)s->m);
   *dim = 1;
   if (s->n < 8 || s->n % 8) return at_fail(AT_ERR_INPUT, "N must be a positive multiple of 8 (got %lld)", (long long)s->n);
-  if (s->n > big) return at_fail(AT_ERR_INPUT, "N must be at most 2^30 (got %lld)", (long long)s->n);
+  if (s->n > big_mn) return at_fail(AT_ERR_INPUT, "N must be at most 2^28 (got %lld)", (long long)s->n);
   *dim = 2;
   if (s->k < 128 || s->k % 128)
     return at_fail(AT_ERR_INPUT, "K must be a positive multiple of 128 (got %lld)", (long long)s->k);

@@ -4,14 +4,19 @@
  *  - Lookups go through an immutable hash table of entries keyed by (op, device key, N, K); the
  *    device key is the CUDA context for launches, or an interned device name for
  *    at_runtime_select. Readers load the table with acquire and never lock. A new entry is made
- *    under the mutex, into a copy of the table that is then published; old tables and every
- *    entry live until at_runtime_close, so a reader holding an old pointer is always safe.
- *  - An entry's kernel per bucket is an atomic pointer, set once under the mutex when first
- *    launched. Kernels are kept in a registry by (context, instantiation), so a reload of the DB
- *    does not recompile or reload anything.
- *  - The DB and its WAL file are stat()ed at most once a second (one thread does it); a change
- *    publishes an empty table, and entries are looked up again as they are used.
- *  - All DB, file, NVRTC and module work happens under the mutex, on the slow path only. */
+ *    under the mutex, into a copy of the table that is then published.
+ *  - Entries live until at_runtime_close (the strings at_runtime_select returns point into them).
+ *    Tables are retired when replaced and freed a minute later: a reader holds one for the length
+ *    of a lookup only.
+ *  - An entry's kernel per bucket is an atomic pointer, set once under the mutex on first launch.
+ *    Kernels, failed ones included, are kept in a registry by (context, instantiation): a DB reload
+ *    recompiles nothing, and a config that cannot compile fails fast after its first try.
+ *  - With a DB, a watcher thread stat()s the DB and its WAL once a second; on a change it looks
+ *    every entry up again and publishes one new table, reusing the entries whose answer did not
+ *    change. The launch path never does SQL, I/O, or a clock read.
+ *  - Split-K workspaces belong to the runtime, one per (context, stream), and are only freed at
+ *    close: a CUDA graph that captured a launch may still use an old one.
+ *  - All DB, file, NVRTC and module work happens under the mutex, off the launch path's fast path. */
 #include "autotune.h"
 
 #include <pthread.h>
@@ -32,16 +37,16 @@
 #include "../gpu/cuda.h"
 #include "../ops/op.h"
 
-enum { MAX_DEVNAMES = 32, MAX_WARNED = 64, WS_SLOTS = 8 };
+enum { MAX_DEVNAMES = 32, MAX_WARNED = 64, TABLE_GRACE_S = 60 };
 
 typedef struct rt_kernel {
   uint64_t serial; /* unique for the process's lifetime: a freed kernel's address may be reused */
   CUcontext ctx;
   char *name_expr;
-  const at_op *op;
   at_config cfg;
   CUmodule mod;
   CUfunction fn;
+  char *error; /* set when it cannot be compiled or loaded: every launch fails with this */
   struct rt_kernel *next;
 } rt_kernel;
 
@@ -49,6 +54,7 @@ typedef struct rt_entry {
   int op;
   const void *dev;
   int64_t n, k;
+  char names[2][128]; /* device names the lookup used: product, then arch */
   at_lookup_result lookup;
   _Atomic(rt_kernel *) kernel[AT_NBUCKETS];
   char *params[AT_NBUCKETS], *kernel_name[AT_NBUCKETS];
@@ -57,19 +63,39 @@ typedef struct rt_entry {
 typedef struct rt_table {
   size_t cap, count;
   rt_entry **slots;
-  struct rt_table *older; /* retired tables, freed at close */
+  double retired_at; /* monotonic seconds; 0 while current */
+  struct rt_table *older;
 } rt_table;
 
+/* A split-K workspace: one buffer per growth, never freed before close. */
+typedef struct rt_wsbuf {
+  CUdeviceptr ptr;
+  size_t bytes;
+  struct rt_wsbuf *older;
+} rt_wsbuf;
+
+typedef struct rt_ws {
+  CUcontext ctx;
+  CUstream stream;
+  _Atomic(rt_wsbuf *) cur;
+  struct rt_ws *next;
+} rt_ws;
+
 struct at_runtime {
+  uint64_t serial;
   char *db_path, *configs_dir, *tag, *templates_dir, *cache_dir;
   pthread_mutex_t mu;
   _Atomic(rt_table *) table;
   rt_entry **entries; /* every entry ever made, freed at close */
   size_t nentries;
   rt_kernel *kernels;
+  _Atomic(rt_ws *) workspaces; /* pushed under the mutex, read without it */
   at_store *db;
-  _Atomic long long next_check_ms;
   long long db_sig[2][3]; /* mtime ns, size, inode of the DB and of its WAL */
+  pthread_t watcher;
+  int watching;
+  pthread_cond_t stop_cv;
+  int stopping;
   char *devnames[MAX_DEVNAMES];
   _Atomic int ndevnames;
   char *warned[MAX_WARNED];
@@ -89,7 +115,7 @@ static int rt_fail(int status, const char *fmt, ...) {
   return status;
 }
 
-/* ---- warnings, once each ---------------------------------------------------------------------- */
+/* ---- warnings, once each (mutex held) --------------------------------------------------------- */
 
 static _Thread_local at_runtime *g_warn_rt; /* the runtime whose mutex this thread holds */
 
@@ -101,76 +127,6 @@ static void warn_once(const char *msg) {
     if (rt->nwarned < MAX_WARNED) rt->warned[rt->nwarned++] = at_xstrdup(msg);
   }
   fprintf(stderr, "autotune: warning: %s\n", msg);
-}
-
-/* ---- open and close --------------------------------------------------------------------------- */
-
-static char *dup_or_null(const char *s) { return s ? at_xstrdup(s) : NULL; }
-
-static void file_sig(const char *path, long long sig[3]) {
-  struct stat st;
-  if (stat(path, &st) == 0) {
-    sig[0] = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-    sig[1] = (long long)st.st_size;
-    sig[2] = (long long)st.st_ino;
-  } else {
-    sig[0] = sig[1] = sig[2] = -1;
-  }
-}
-
-static void db_sigs(const at_runtime *rt, long long sig[2][3]) {
-  file_sig(rt->db_path, sig[0]);
-  char *wal = at_xasprintf("%s-wal", rt->db_path);
-  file_sig(wal, sig[1]);
-  free(wal);
-}
-
-int at_runtime_open(const at_runtime_options *o, at_runtime **out) {
-  *out = NULL;
-  at_runtime_options none = {0};
-  if (!o) o = &none;
-  at_runtime *rt = at_xcalloc(1, sizeof *rt);
-  rt->db_path = dup_or_null(o->db_path);
-  rt->configs_dir = dup_or_null(o->configs_dir);
-  rt->tag = dup_or_null(o->tag);
-  rt->templates_dir = at_xstrdup(o->templates_dir ? o->templates_dir : at_templates_dir());
-  rt->cache_dir = o->cache_dir ? at_xstrdup(o->cache_dir) : at_cache_dir();
-  pthread_mutex_init(&rt->mu, NULL);
-  rt_table *t = at_xcalloc(1, sizeof *t);
-  t->cap = 64;
-  t->slots = at_xcalloc(t->cap, sizeof *t->slots);
-  atomic_init(&rt->table, t);
-  if (rt->db_path) db_sigs(rt, rt->db_sig);
-  *out = rt;
-  return AT_STATUS_OK;
-}
-
-void at_runtime_close(at_runtime *rt) {
-  if (!rt) return;
-  for (rt_table *t = atomic_load(&rt->table); t;) {
-    rt_table *older = t->older;
-    free(t->slots);
-    free(t);
-    t = older;
-  }
-  for (size_t i = 0; i < rt->nentries; i++) {
-    for (int b = 0; b < AT_NBUCKETS; b++) free(rt->entries[i]->params[b]), free(rt->entries[i]->kernel_name[b]);
-    free(rt->entries[i]);
-  }
-  free(rt->entries);
-  for (rt_kernel *k = rt->kernels; k;) {
-    rt_kernel *next = k->next;
-    if (k->mod && at_cu) at_cu->ModuleUnload(k->mod);
-    free(k->name_expr);
-    free(k);
-    k = next;
-  }
-  for (int i = 0; i < atomic_load(&rt->ndevnames); i++) free(rt->devnames[i]);
-  for (int i = 0; i < rt->nwarned; i++) free(rt->warned[i]);
-  at_store_close(rt->db);
-  pthread_mutex_destroy(&rt->mu);
-  free(rt->db_path), free(rt->configs_dir), free(rt->tag), free(rt->templates_dir), free(rt->cache_dir);
-  free(rt);
 }
 
 /* ---- the table -------------------------------------------------------------------------------- */
@@ -199,66 +155,37 @@ static void put(rt_table *t, rt_entry *e) {
   t->count++;
 }
 
-/* Publishes a copy of the current table with e added (mutex held). */
-static void publish_with(at_runtime *rt, rt_entry *e) {
-  rt_table *cur = atomic_load_explicit(&rt->table, memory_order_relaxed);
-  rt_table *t = at_xcalloc(1, sizeof *t);
-  t->cap = (cur->count + 1) * 2 > cur->cap ? cur->cap * 2 : cur->cap;
-  t->slots = at_xcalloc(t->cap, sizeof *t->slots);
-  for (size_t i = 0; i < cur->cap; i++)
-    if (cur->slots[i]) put(t, cur->slots[i]);
-  if (e) put(t, e);
-  t->older = cur;
-  atomic_store_explicit(&rt->table, t, memory_order_release);
-}
-
-/* An empty table: after the DB changed, every entry is looked up again (mutex held). */
-static void publish_empty(at_runtime *rt) {
-  rt_table *cur = atomic_load_explicit(&rt->table, memory_order_relaxed);
+static rt_table *new_table(size_t entries) {
   rt_table *t = at_xcalloc(1, sizeof *t);
   t->cap = 64;
+  while (t->cap < 2 * (entries + 1)) t->cap *= 2;
   t->slots = at_xcalloc(t->cap, sizeof *t->slots);
+  return t;
+}
+
+/* Publishes t in place of the current table, which is retired (mutex held). Retired tables older
+ * than the grace period are freed. */
+static void publish(at_runtime *rt, rt_table *t) {
+  rt_table *cur = atomic_load_explicit(&rt->table, memory_order_relaxed);
+  double now = at_now_s();
+  cur->retired_at = now;
   t->older = cur;
   atomic_store_explicit(&rt->table, t, memory_order_release);
-}
-
-/* ---- the DB watch ----------------------------------------------------------------------------- */
-
-static long long coarse_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-static void maybe_reload(at_runtime *rt) {
-  if (!rt->db_path) return;
-  long long now = coarse_ms(), next = atomic_load_explicit(&rt->next_check_ms, memory_order_relaxed);
-  if (now < next) return;
-  if (!atomic_compare_exchange_strong(&rt->next_check_ms, &next, now + 1000)) return; /* another thread checks */
-  long long sig[2][3];
-  db_sigs(rt, sig);
-  if (memcmp(sig, rt->db_sig, sizeof sig) == 0) return;
-  pthread_mutex_lock(&rt->mu);
-  memcpy(rt->db_sig, sig, sizeof sig);
-  at_store_close(rt->db);
-  rt->db = NULL;
-  publish_empty(rt);
-  pthread_mutex_unlock(&rt->mu);
-}
-
-/* ---- entries (slow path, mutex held) ---------------------------------------------------------- */
-
-static int op_index(const char *name, const at_op **op) {
-  *op = at_op_find(name);
-  return *op ? 0 : -1; /* one op today; the index keys the table */
-}
-
-static int device_names(const void *dev, int is_ctx, char names[2][128]) {
-  names[0][0] = names[1][0] = 0;
-  if (!is_ctx) {
-    snprintf(names[0], sizeof names[0], "%s", (const char *)dev);
-    return AT_STATUS_OK;
+  for (rt_table *p = cur; p->older;) {
+    rt_table *o = p->older;
+    if (now - o->retired_at > TABLE_GRACE_S) {
+      p->older = o->older;
+      free(o->slots);
+      free(o);
+    } else {
+      p = o;
+    }
   }
+}
+
+/* ---- entries (mutex held) --------------------------------------------------------------------- */
+
+static int device_names_of_ctx(char names[2][128]) {
   CUdevice d;
   if (at_cu->CtxGetDevice(&d) != CUDA_SUCCESS) return rt_fail(AT_STATUS_ERROR, "no current CUDA context");
   at_device_info info = {0};
@@ -272,34 +199,33 @@ static int device_names(const void *dev, int is_ctx, char names[2][128]) {
   return AT_STATUS_OK;
 }
 
-static rt_entry *make_entry(at_runtime *rt, const char *op_name, int op, const void *dev, int is_ctx, int64_t n,
-                            int64_t k) {
-  rt_table *cur = atomic_load_explicit(&rt->table, memory_order_relaxed);
-  rt_entry *e = find(cur, op, dev, n, k);
-  if (e) return e; /* another thread made it meanwhile */
-  char names[2][128];
-  if (device_names(dev, is_ctx, names)) return NULL;
-  g_warn_rt = rt;
-  if (rt->db_path && !rt->db) {
-    if (at_store_open_readonly(rt->db_path, &rt->db) != AT_OK) {
-      char msg[1200];
-      snprintf(msg, sizeof msg, "DB %s unusable (%s); using the next source", rt->db_path, at_errmsg());
-      warn_once(msg);
-    }
+static void open_db(at_runtime *rt) {
+  if (!rt->db_path || rt->db) return;
+  if (at_store_open_readonly(rt->db_path, &rt->db) != AT_OK) {
+    char msg[1200];
+    snprintf(msg, sizeof msg, "DB %s unusable (%s); using the next source", rt->db_path, at_errmsg());
+    warn_once(msg);
   }
-  e = at_xcalloc(1, sizeof *e);
+}
+
+/* The lookup of an entry's key; 0 when the op is unknown. */
+static int look_up(at_runtime *rt, const char *op_name, const char names[2][128], int64_t n, int64_t k,
+                   at_lookup_result *out) {
+  open_db(rt);
+  at_lookup_req q = {op_name, rt->tag, {names[0], names[1][0] ? names[1] : NULL}, n, k, rt->db, rt->configs_dir, warn_once};
+  if (at_lookup(&q, out)) return rt_fail(AT_STATUS_INVALID, "%s", at_errmsg()), 0;
+  return 1;
+}
+
+static rt_entry *new_entry(at_runtime *rt, int op, const void *dev, const char names[2][128], int64_t n, int64_t k,
+                           const at_lookup_result *lookup) {
+  rt_entry *e = at_xcalloc(1, sizeof *e);
   e->op = op;
   e->dev = dev;
   e->n = n;
   e->k = k;
-  at_lookup_req q = {op_name, rt->tag, {names[0], names[1][0] ? names[1] : NULL}, n, k, rt->db, rt->configs_dir, warn_once};
-  int rc = at_lookup(&q, &e->lookup);
-  g_warn_rt = NULL;
-  if (rc) {
-    free(e);
-    rt_fail(AT_STATUS_INVALID, "%s", at_errmsg());
-    return NULL;
-  }
+  memcpy(e->names, names, sizeof e->names);
+  e->lookup = *lookup;
   for (int b = 0; b < AT_NBUCKETS; b++) {
     if (!e->lookup.set.bucket[b].valid) continue;
     e->params[b] = at_config_params_json(&e->lookup.set.bucket[b]);
@@ -307,18 +233,186 @@ static rt_entry *make_entry(at_runtime *rt, const char *op_name, int op, const v
   }
   rt->entries = at_xrealloc(rt->entries, sizeof *rt->entries * (rt->nentries + 1));
   rt->entries[rt->nentries++] = e;
-  publish_with(rt, e);
   return e;
 }
 
-static rt_entry *get_entry(at_runtime *rt, const char *op_name, int op, const void *dev, int is_ctx, int64_t n,
-                           int64_t k) {
+static const char *op_name_of(int op) { return op == 0 ? "gemm_a8w8_blockscale" : "?"; }
+
+static rt_entry *make_entry(at_runtime *rt, int op, const void *dev, int is_ctx, int64_t n, int64_t k) {
+  rt_table *cur = atomic_load_explicit(&rt->table, memory_order_relaxed);
+  rt_entry *e = find(cur, op, dev, n, k);
+  if (e) return e; /* another thread made it meanwhile */
+  char names[2][128] = {"", ""};
+  if (is_ctx) {
+    if (device_names_of_ctx(names)) return NULL;
+  } else {
+    snprintf(names[0], sizeof names[0], "%s", (const char *)dev);
+  }
+  at_lookup_result r;
+  g_warn_rt = rt;
+  int ok = look_up(rt, op_name_of(op), names, n, k, &r);
+  g_warn_rt = NULL;
+  if (!ok) return NULL;
+  e = new_entry(rt, op, dev, names, n, k, &r);
+  rt_table *t = new_table(cur->count + 1);
+  for (size_t i = 0; i < cur->cap; i++)
+    if (cur->slots[i]) put(t, cur->slots[i]);
+  put(t, e);
+  publish(rt, t);
+  return e;
+}
+
+static rt_entry *get_entry(at_runtime *rt, int op, const void *dev, int is_ctx, int64_t n, int64_t k) {
   rt_entry *e = find(atomic_load_explicit(&rt->table, memory_order_acquire), op, dev, n, k);
   if (e) return e;
   pthread_mutex_lock(&rt->mu);
-  e = make_entry(rt, op_name, op, dev, is_ctx, n, k);
+  e = make_entry(rt, op, dev, is_ctx, n, k);
   pthread_mutex_unlock(&rt->mu);
   return e;
+}
+
+/* ---- the DB watcher --------------------------------------------------------------------------- */
+
+static void file_sig(const char *path, long long sig[3]) {
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    sig[0] = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    sig[1] = (long long)st.st_size;
+    sig[2] = (long long)st.st_ino;
+  } else {
+    sig[0] = sig[1] = sig[2] = -1;
+  }
+}
+
+static void db_sigs(const at_runtime *rt, long long sig[2][3]) {
+  file_sig(rt->db_path, sig[0]);
+  char *wal = at_xasprintf("%s-wal", rt->db_path);
+  file_sig(wal, sig[1]);
+  free(wal);
+}
+
+static int same_answer(const at_lookup_result *a, const at_lookup_result *b) {
+  if (a->source != b->source || strcmp(a->path, b->path) != 0) return 0;
+  for (int i = 0; i < AT_NBUCKETS; i++) {
+    if (a->set.bucket[i].valid != b->set.bucket[i].valid) return 0;
+    if (a->set.bucket[i].valid && !at_config_same(&a->set.bucket[i], &b->set.bucket[i])) return 0;
+  }
+  return 1;
+}
+
+/* Every entry looked up again; one new table, sharing the entries whose answer is unchanged. */
+static void reload(at_runtime *rt) {
+  at_store_close(rt->db); /* a DB replaced on disk needs a new connection */
+  rt->db = NULL;
+  g_warn_rt = rt;
+  rt_table *cur = atomic_load_explicit(&rt->table, memory_order_relaxed);
+  rt_table *t = new_table(cur->count);
+  for (size_t i = 0; i < cur->cap; i++) {
+    rt_entry *e = cur->slots[i];
+    if (!e) continue;
+    at_lookup_result r;
+    if (look_up(rt, op_name_of(e->op), (const char(*)[128])e->names, e->n, e->k, &r) && !same_answer(&r, &e->lookup))
+      e = new_entry(rt, e->op, e->dev, (const char(*)[128])e->names, e->n, e->k, &r);
+    put(t, e);
+  }
+  g_warn_rt = NULL;
+  publish(rt, t);
+  db_sigs(rt, rt->db_sig); /* our own opening may have touched the WAL */
+}
+
+static void *watch(void *p) {
+  at_runtime *rt = p;
+  pthread_mutex_lock(&rt->mu);
+  while (!rt->stopping) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    pthread_cond_timedwait(&rt->stop_cv, &rt->mu, &until);
+    if (rt->stopping) break;
+    long long sig[2][3];
+    db_sigs(rt, sig);
+    if (memcmp(sig, rt->db_sig, sizeof sig) != 0) {
+      memcpy(rt->db_sig, sig, sizeof sig);
+      reload(rt);
+    }
+  }
+  pthread_mutex_unlock(&rt->mu);
+  return NULL;
+}
+
+/* ---- open and close --------------------------------------------------------------------------- */
+
+static char *dup_or_null(const char *s) { return s ? at_xstrdup(s) : NULL; }
+
+int at_runtime_open(const at_runtime_options *o, at_runtime **out) {
+  static _Atomic uint64_t next_serial = 1;
+  *out = NULL;
+  at_runtime_options none = {0};
+  if (!o) o = &none;
+  at_runtime *rt = at_xcalloc(1, sizeof *rt);
+  rt->serial = atomic_fetch_add(&next_serial, 1);
+  rt->db_path = dup_or_null(o->db_path);
+  rt->configs_dir = dup_or_null(o->configs_dir);
+  rt->tag = dup_or_null(o->tag);
+  rt->templates_dir = at_xstrdup(o->templates_dir ? o->templates_dir : at_templates_dir());
+  rt->cache_dir = o->cache_dir ? at_xstrdup(o->cache_dir) : at_cache_dir();
+  pthread_mutex_init(&rt->mu, NULL);
+  pthread_cond_init(&rt->stop_cv, NULL);
+  atomic_init(&rt->table, new_table(0));
+  if (rt->db_path) {
+    db_sigs(rt, rt->db_sig);
+    if (pthread_create(&rt->watcher, NULL, watch, rt) == 0) rt->watching = 1;
+  }
+  *out = rt;
+  return AT_STATUS_OK;
+}
+
+void at_runtime_close(at_runtime *rt) {
+  if (!rt) return;
+  if (rt->watching) {
+    pthread_mutex_lock(&rt->mu);
+    rt->stopping = 1;
+    pthread_cond_signal(&rt->stop_cv);
+    pthread_mutex_unlock(&rt->mu);
+    pthread_join(rt->watcher, NULL);
+  }
+  for (rt_table *t = atomic_load(&rt->table); t;) {
+    rt_table *older = t->older;
+    free(t->slots);
+    free(t);
+    t = older;
+  }
+  for (size_t i = 0; i < rt->nentries; i++) {
+    for (int b = 0; b < AT_NBUCKETS; b++) free(rt->entries[i]->params[b]), free(rt->entries[i]->kernel_name[b]);
+    free(rt->entries[i]);
+  }
+  free(rt->entries);
+  for (rt_kernel *k = rt->kernels; k;) {
+    rt_kernel *next = k->next;
+    if (k->mod && at_cu) at_cu->ModuleUnload(k->mod);
+    free(k->name_expr);
+    free(k->error);
+    free(k);
+    k = next;
+  }
+  for (rt_ws *w = atomic_load(&rt->workspaces); w;) {
+    rt_ws *next = w->next;
+    for (rt_wsbuf *b = atomic_load(&w->cur); b;) {
+      rt_wsbuf *older = b->older;
+      if (at_cu) at_cu->MemFree(b->ptr);
+      free(b);
+      b = older;
+    }
+    free(w);
+    w = next;
+  }
+  for (int i = 0; i < atomic_load(&rt->ndevnames); i++) free(rt->devnames[i]);
+  for (int i = 0; i < rt->nwarned; i++) free(rt->warned[i]);
+  at_store_close(rt->db);
+  pthread_cond_destroy(&rt->stop_cv);
+  pthread_mutex_destroy(&rt->mu);
+  free(rt->db_path), free(rt->configs_dir), free(rt->tag), free(rt->templates_dir), free(rt->cache_dir);
+  free(rt);
 }
 
 /* ---- select ----------------------------------------------------------------------------------- */
@@ -353,10 +447,7 @@ int at_runtime_select(at_runtime *rt, const char *op_name, int64_t m, int64_t n,
                       at_selection *out) {
   if (!rt || !op_name || !out) return rt_fail(AT_STATUS_INVALID, "at_runtime_select: rt, op and out must not be NULL");
   if (m < 1 || n < 1 || k < 1) return rt_fail(AT_STATUS_INVALID, "at_runtime_select: M, N and K must be positive");
-  const at_op *op;
-  int opi = op_index(op_name, &op);
-  if (opi < 0) return rt_fail(AT_STATUS_INVALID, "at_runtime_select: unknown op '%s'", op_name);
-  maybe_reload(rt);
+  if (strcmp(op_name, op_name_of(0)) != 0) return rt_fail(AT_STATUS_INVALID, "at_runtime_select: unknown op '%s'", op_name);
   const void *dev;
   int is_ctx = device == NULL;
   if (is_ctx) {
@@ -368,7 +459,7 @@ int at_runtime_select(at_runtime *rt, const char *op_name, int64_t m, int64_t n,
     dev = intern_device(rt, device);
     if (!dev) return rt_fail(AT_STATUS_ERROR, "at_runtime_select: too many device names");
   }
-  rt_entry *e = get_entry(rt, op_name, opi, dev, is_ctx, n, k);
+  rt_entry *e = get_entry(rt, 0, dev, is_ctx, n, k);
   if (!e) return AT_STATUS_INVALID;
   int b;
   const at_config *c = at_config_for_m(&e->lookup.set, m, &b);
@@ -382,15 +473,39 @@ int at_runtime_select(at_runtime *rt, const char *op_name, int64_t m, int64_t n,
   return AT_STATUS_OK;
 }
 
-/* ---- kernels (slow path, mutex held) ---------------------------------------------------------- */
+/* ---- kernels (mutex held) --------------------------------------------------------------------- */
 
+static void kernel_error(rt_kernel *k, const char *fmt, ...) AT_PRINTF(2, 3);
+static void kernel_error(rt_kernel *k, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  k->error = at_xstrdup(msg);
+  if (k->mod) at_cu->ModuleUnload(k->mod);
+  k->mod = NULL;
+  k->fn = NULL;
+}
+
+/* The kernel of a config on the current context: from the registry, or compiled (through the
+ * shared cache) and loaded now. A failure is kept too, so that it is not retried on every call. */
 static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, const at_config *cfg,
                               const char *name_expr) {
   for (rt_kernel *k = rt->kernels; k; k = k->next)
     if (k->ctx == ctx && strcmp(k->name_expr, name_expr) == 0) return k;
+  static _Atomic uint64_t next_serial = 1;
+  rt_kernel *k = at_xcalloc(1, sizeof *k);
+  k->serial = atomic_fetch_add(&next_serial, 1);
+  k->ctx = ctx;
+  k->cfg = *cfg;
+  k->name_expr = at_xstrdup(name_expr);
+  k->next = rt->kernels;
+  rt->kernels = k;
+
   CUdevice dev;
   int major = 0, minor = 0;
-  if (at_cu->CtxGetDevice(&dev) != CUDA_SUCCESS) return rt_fail(AT_STATUS_ERROR, "no current CUDA device"), NULL;
+  if (at_cu->CtxGetDevice(&dev) != CUDA_SUCCESS) return kernel_error(k, "no current CUDA device"), k;
   at_cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
   at_cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
   char arch[16];
@@ -399,26 +514,22 @@ static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, co
   at_jit_source *src = NULL;
   int rc = at_jit_source_load(path, rt->templates_dir, &src);
   free(path);
-  if (rc) return rt_fail(AT_STATUS_ERROR, "%s", at_errmsg()), NULL;
+  if (rc) return kernel_error(k, "%s", at_errmsg()), k;
   at_jit_options o = {arch, 0};
   at_jit_result r;
   rc = at_jit_compile(src, name_expr, &o, rt->cache_dir, &r);
   at_jit_source_free(src);
-  if (rc) return rt_fail(AT_STATUS_ERROR, "compiling %s: %s", name_expr, at_errmsg()), NULL;
+  if (rc) return kernel_error(k, "compiling %s: %s", name_expr, at_errmsg()), k;
   if (!r.ok) {
     char *line = at_jit_first_error(r.log);
-    rt_fail(AT_STATUS_ERROR, "%s does not compile for %s: %s", name_expr, arch, line);
+    kernel_error(k, "%s does not compile for %s: %s", name_expr, arch, line);
     free(line);
     at_jit_result_free(&r);
-    return NULL;
+    return k;
   }
-  static _Atomic uint64_t next_serial = 1;
-  rt_kernel *k = at_xcalloc(1, sizeof *k);
-  k->serial = atomic_fetch_add(&next_serial, 1);
-  k->ctx = ctx;
-  k->cfg = *cfg;
   CUresult cr = at_cu->ModuleLoadData(&k->mod, r.cubin);
   if (cr == CUDA_SUCCESS) cr = at_cu->ModuleGetFunction(&k->fn, k->mod, r.lowered_name);
+  at_jit_result_free(&r);
   /* The dynamic shared memory the family's launch rule asks for, allowed once here. */
   int64_t derived[8] = {0};
   const char *names[AT_MAX_PARAMS];
@@ -429,56 +540,64 @@ static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, co
     int64_t smem = at_params_get(&d, "smem_bytes", 0);
     if (smem > 48 * 1024) cr = at_cu->FuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
   }
-  at_jit_result_free(&r);
-  if (cr != CUDA_SUCCESS) {
-    rt_fail(AT_STATUS_ERROR, "loading %s: %s", name_expr, at_cu_error_name(cr));
-    free(k);
-    return NULL;
-  }
-  k->name_expr = at_xstrdup(name_expr);
-  k->next = rt->kernels;
-  rt->kernels = k;
+  if (cr != CUDA_SUCCESS) kernel_error(k, "loading %s: %s", name_expr, at_cu_error_name(cr));
   return k;
 }
 
-/* ---- launch ----------------------------------------------------------------------------------- */
+/* ---- split-K workspace ------------------------------------------------------------------------ */
 
-/* Split-K scratch: one per (thread, context, stream), grown as needed and zeroed when made, so
- * that concurrent launches on different streams never share one. */
-typedef struct ws_slot {
-  CUcontext ctx;
-  CUstream stream;
-  CUdeviceptr ptr;
-  size_t bytes;
-} ws_slot;
-static _Thread_local ws_slot tl_ws[WS_SLOTS];
-static _Thread_local int tl_ws_next;
-
-static int workspace(CUcontext ctx, CUstream stream, size_t bytes, CUdeviceptr *out) {
-  ws_slot *s = NULL;
-  for (int i = 0; i < WS_SLOTS && !s; i++)
-    if (tl_ws[i].ptr && tl_ws[i].ctx == ctx && tl_ws[i].stream == stream) s = &tl_ws[i];
-  if (s && s->bytes >= bytes) {
-    *out = s->ptr;
-    return AT_STATUS_OK;
+/* Scratch of at least `bytes` for (ctx, stream), zeroed before its first use on that stream. */
+static int workspace(at_runtime *rt, CUcontext ctx, CUstream stream, size_t bytes, CUdeviceptr *out) {
+  static _Thread_local uint64_t tl_rt;
+  static _Thread_local CUcontext tl_ctx;
+  static _Thread_local CUstream tl_stream;
+  static _Thread_local rt_ws *tl_ws;
+  rt_ws *w = NULL;
+  if (tl_rt == rt->serial && tl_ctx == ctx && tl_stream == stream) w = tl_ws;
+  for (rt_ws *p = atomic_load_explicit(&rt->workspaces, memory_order_acquire); p && !w; p = p->next)
+    if (p->ctx == ctx && p->stream == stream) w = p;
+  rt_wsbuf *b = w ? atomic_load_explicit(&w->cur, memory_order_acquire) : NULL;
+  if (!b || b->bytes < bytes) {
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (at_cu->StreamIsCapturing(stream, &cs) == CUDA_SUCCESS && cs != CU_STREAM_CAPTURE_STATUS_NONE)
+      return rt_fail(AT_STATUS_ERROR,
+                     "at_gemm_a8w8_blockscale: this config needs %zu bytes of split-K workspace on this stream, which "
+                     "cannot be allocated during stream capture: launch the shape once before capturing",
+                     bytes);
+    pthread_mutex_lock(&rt->mu);
+    if (!w) {
+      w = at_xcalloc(1, sizeof *w);
+      w->ctx = ctx;
+      w->stream = stream;
+      w->next = atomic_load_explicit(&rt->workspaces, memory_order_relaxed);
+      atomic_store_explicit(&rt->workspaces, w, memory_order_release);
+    }
+    b = atomic_load_explicit(&w->cur, memory_order_relaxed);
+    int rc = AT_STATUS_OK;
+    if (!b || b->bytes < bytes) {
+      rt_wsbuf *nb = at_xcalloc(1, sizeof *nb);
+      nb->bytes = bytes < (1u << 20) ? (1u << 20) : bytes;
+      if (b && nb->bytes < 2 * b->bytes) nb->bytes = 2 * b->bytes;
+      if (at_cu->MemAlloc(&nb->ptr, nb->bytes) != CUDA_SUCCESS ||
+          at_cu->MemsetD8Async(nb->ptr, 0, nb->bytes, stream) != CUDA_SUCCESS) {
+        if (nb->ptr) at_cu->MemFree(nb->ptr);
+        free(nb);
+        rc = rt_fail(AT_STATUS_ERROR, "cannot allocate %zu bytes of split-K workspace", bytes);
+      } else {
+        nb->older = b; /* kept: a graph may still launch with it */
+        atomic_store_explicit(&w->cur, nb, memory_order_release);
+        b = nb;
+      }
+    }
+    pthread_mutex_unlock(&rt->mu);
+    if (rc) return rc;
   }
-  if (!s) {
-    s = &tl_ws[tl_ws_next];
-    tl_ws_next = (tl_ws_next + 1) % WS_SLOTS;
-  }
-  if (s->ptr) at_cu->MemFree(s->ptr); /* synchronises: no launch still uses it */
-  memset(s, 0, sizeof *s);
-  size_t want = bytes < (1u << 20) ? (1u << 20) : bytes;
-  if (at_cu->MemAlloc(&s->ptr, want) != CUDA_SUCCESS || at_cu->MemsetD8Async(s->ptr, 0, want, stream) != CUDA_SUCCESS) {
-    s->ptr = 0;
-    return rt_fail(AT_STATUS_ERROR, "cannot allocate %zu bytes of split-K workspace", want);
-  }
-  s->ctx = ctx;
-  s->stream = stream;
-  s->bytes = want;
-  *out = s->ptr;
+  tl_rt = rt->serial, tl_ctx = ctx, tl_stream = stream, tl_ws = w;
+  *out = b->ptr;
   return AT_STATUS_OK;
 }
+
+/* ---- launch ----------------------------------------------------------------------------------- */
 
 static int aligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
 
@@ -491,19 +610,18 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   if (!c || !aligned(c, 16)) return rt_fail(AT_STATUS_INVALID, "%s: c must be a 16-byte aligned device pointer", FN);
   if (!a_scale || !aligned(a_scale, 4)) return rt_fail(AT_STATUS_INVALID, "%s: a_scale must be a 4-byte aligned device pointer", FN);
   if (!b_scale || !aligned(b_scale, 4)) return rt_fail(AT_STATUS_INVALID, "%s: b_scale must be a 4-byte aligned device pointer", FN);
-  if (m < 1 || m > (1 << 30)) return rt_fail(AT_STATUS_INVALID, "%s: m must be from 1 to 2^30 (got %lld)", FN, (long long)m);
-  if (n < 8 || n % 8 || n > (1 << 30))
+  if (m < 1 || m > (1 << 28)) return rt_fail(AT_STATUS_INVALID, "%s: m must be from 1 to 2^28 (got %lld)", FN, (long long)m);
+  if (n < 8 || n % 8 || n > (1 << 28))
     return rt_fail(AT_STATUS_INVALID, "%s: n must be a positive multiple of 8 (got %lld)", FN, (long long)n);
   if (k < 128 || k % 128 || k > (1 << 30))
     return rt_fail(AT_STATUS_INVALID, "%s: k must be a positive multiple of 128 (got %lld)", FN, (long long)k);
 
   static _Thread_local const at_op *op;
-  if (!op) op = at_op_find("gemm_a8w8_blockscale");
+  if (!op) op = at_op_find(op_name_of(0));
   CUcontext ctx;
   int rc = current_ctx(&ctx);
   if (rc) return rc;
-  maybe_reload(rt);
-  rt_entry *e = get_entry(rt, "gemm_a8w8_blockscale", 0, ctx, 1, n, k);
+  rt_entry *e = get_entry(rt, 0, ctx, 1, n, k);
   if (!e) return AT_STATUS_ERROR;
   int bucket = at_bucket_of(m);
   if (!e->lookup.set.bucket[bucket].valid) bucket = AT_BUCKET_ANY;
@@ -513,11 +631,12 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
     kern = atomic_load_explicit(&e->kernel[bucket], memory_order_relaxed);
     if (!kern && e->lookup.set.bucket[bucket].valid) {
       kern = load_kernel(rt, op, ctx, &e->lookup.set.bucket[bucket], e->kernel_name[bucket]);
-      if (kern) atomic_store_explicit(&e->kernel[bucket], kern, memory_order_release);
+      atomic_store_explicit(&e->kernel[bucket], kern, memory_order_release);
     }
     pthread_mutex_unlock(&rt->mu);
-    if (!kern) return tl_error[0] ? AT_STATUS_ERROR : rt_fail(AT_STATUS_ERROR, "%s: no config for M=%lld", FN, (long long)m);
+    if (!kern) return rt_fail(AT_STATUS_ERROR, "%s: no config for M=%lld in %s", FN, (long long)m, e->lookup.path);
   }
+  if (kern->error) return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, kern->error);
 
   /* The launch geometry of the last (kernel, shape) this thread launched: inference repeats its
    * shapes, and the op's rule (parameter lookups by name) is then skipped. */
@@ -535,7 +654,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   }
   const at_launch L = tl_launch;
   CUdeviceptr ws = 0;
-  if (L.workspace_bytes && (rc = workspace(ctx, (CUstream)stream, L.workspace_bytes, &ws))) return rc;
+  if (L.workspace_bytes && (rc = workspace(rt, ctx, (CUstream)stream, L.workspace_bytes, &ws))) return rc;
   at_gemm_a8w8_blockscale_args args = {(uintptr_t)a, (uintptr_t)a_scale, (uintptr_t)b, (uintptr_t)b_scale, (uintptr_t)c,
                                        ws, (int)m, (int)n, (int)k, 0};
   void *params[] = {&args};

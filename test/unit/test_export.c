@@ -253,6 +253,47 @@ static void query_sources(const char *db, const char *dir) {
   CHECK_CONTAINS(t, "warning");
   CHECK_CONTAINS(t, "\"source\": \"builtin\"");
   free(t);
+  /* A bucket given twice is refused (never written past its arrays); a file with buckets missing,
+   * or with one that is not launchable, still answers every M: from `any`, else the built-in. */
+  char *odd_dir = at_path_join(TMP, "odd-configs");
+  at_mkdirs(odd_dir);
+  char *odd = at_path_join(odd_dir, "sm90-GEMM-SYN-N=1024-K=1024.json");
+  at_buf j = {0};
+  at_buf_puts(&j, "{\"format\": \"autotune-configs/1\", \"op\": \"gemm_a8w8_blockscale\", \"tag\": \"SYN\", "
+                  "\"device\": \"sm90\", \"N\": 1024, \"K\": 1024, \"buckets\": {");
+  for (int dup = 0; dup < 2; dup++) {
+    at_buf_printf(&j, "%s\"any\": {\"variant\": \"mma\", \"family\": \"mma\", \"template\": "
+                      "\"gemm_a8w8_blockscale_mma.cuh\", \"entry\": \"%s\", \"params\": {\"BLOCK_K\":128,"
+                      "\"BLOCK_M\":64,\"BLOCK_N\":128,\"B_HINT\":0,\"GROUP_M\":1,\"SPLIT_K\":1,\"STAGES\":3,"
+                      "\"WARPS_M\":2,\"WARPS_N\":2}, \"tuned_M\": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18]}",
+                  dup ? ", " : "", ENTRY);
+  }
+  at_buf_puts(&j, "}}");
+  at_write_file_atomic(odd, j.data, j.len);
+  CHECK_EQ_INT(query(&t, "64", "1024", "1024", "--configs", odd_dir, NULL, NULL), 0);
+  CHECK_CONTAINS(t, "appears twice");
+  CHECK_CONTAINS(t, "\"source\": \"builtin\"");
+  free(t);
+  /* The same with one `any` only: every bucket answers with it. */
+  char *once = strstr(j.data, ", \"any\"");
+  if (once) strcpy(once, "}}");
+  at_write_file_atomic(odd, j.data, strlen(j.data));
+  CHECK_EQ_INT(query(&t, "3", "1024", "1024", "--configs", odd_dir, NULL, NULL), 0);
+  CHECK_CONTAINS(t, "\"source\": \"nk_file\"");
+  CHECK_CONTAINS(t, "\"bucket\": \"small\"");
+  CHECK_CONTAINS(t, "\"BLOCK_M\":64");
+  free(t);
+  /* A config whose entry misses a parameter is not launched: a warning, and the built-in instead. */
+  char *bad_entry = strstr(j.data, "STAGES, GROUP_M");
+  if (bad_entry) memcpy(bad_entry, "STAGES, 1      ", 15);
+  at_write_file_atomic(odd, j.data, strlen(j.data));
+  CHECK_EQ_INT(query(&t, "3", "1024", "1024", "--configs", odd_dir, NULL, NULL), 0);
+  CHECK_CONTAINS(t, "not a launchable config");
+  CHECK_CONTAINS(t, "\"GROUP_M\":8"); /* the built-in's */
+  free(t);
+  at_buf_free(&j);
+  free(odd), free(odd_dir);
+
   /* Usage errors. */
   CHECK_EQ_INT(query(&t, "0", "1024", "1024", NULL, NULL, NULL, NULL), 2);
   free(t);

@@ -100,6 +100,13 @@ int main(void) {
   free(line);
   at_jit_result_free(&r);
 
+  /* The rescaling kernel refuses warp columns that straddle two scale blocks (BLOCK_N 384 over 4
+   * warps: 96 columns each). */
+  CHECK_EQ_INT(at_jit_compile(src, "gemm_a8w8_blockscale_mma_rs<64, 384, 128, 1, 4, 3, 1, 1, 0>", &o, cache, &r), AT_OK);
+  CHECK(!r.ok);
+  CHECK_CONTAINS(r.log, "128-column scale block");
+  at_jit_result_free(&r);
+
   /* Keys follow content: the same files elsewhere give the same key; an edited header changes it;
    * another arch changes it. */
   char *copy = at_path_join(tmp, "tpl");
