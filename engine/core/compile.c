@@ -145,7 +145,10 @@ int at_compile_all(const at_compile_job *job, at_compiled **out, at_compile_stat
     at_jit_key(job->sources[cand->variant], cand->name_expr, &job->opts, res[i].key);
     at_cand_row row;
     int found = 0;
-    if (!job->fresh) AT_TRY(at_store_find_candidate(job->db, res[i].key, &row, &found));
+    if (!job->fresh && at_store_find_candidate(job->db, res[i].key, &row, &found) != AT_OK) {
+      free(slots);
+      return AT_ERR_RUNTIME;
+    }
     if (found) {
       res[i].cand_id = row.id;
       res[i].done = 1;

@@ -166,6 +166,7 @@ static int container(jp *j, at_json *v, int object) {
     at_json *item = NULL;
     int rc = value(j, &item);
     if (rc) {
+      at_json_free(item);
       free(key);
       return rc;
     }

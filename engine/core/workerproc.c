@@ -36,7 +36,11 @@ static int spawn(const char *const *args, at_worker *w) {
   signal(SIGPIPE, SIG_IGN); /* a dead worker is an EPIPE to handle, not a reason to die */
   pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid < 0) return at_fail(AT_ERR_RUNTIME, "fork: %s", strerror(errno));
+  if (pid < 0) {
+    int rc = at_fail(AT_ERR_RUNTIME, "fork: %s", strerror(errno));
+    close(req[0]), close(req[1]), close(rep[0]), close(rep[1]);
+    return rc;
+  }
   if (pid == 0) {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -165,7 +165,10 @@ static int build_children(builder *b, at_ynode *parent) {
           free_node(key);
           return rc;
         }
-      AT_TRY(next_event(b, &ev));
+      if ((rc = next_event(b, &ev))) {
+        free_node(key);
+        return rc;
+      }
       rc = build_node(b, &ev, &item);
       yaml_event_delete(&ev);
       if (rc) {
