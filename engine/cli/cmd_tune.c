@@ -45,7 +45,8 @@ static const char *USAGE =
     "  --no-baselines       do not time the vendor kernel per shape\n"
     "  --pch                use NVRTC precompiled headers\n"
     "  --summary-json FILE  also write the summary as JSON\n"
-    "environment: AUTOTUNE_DB, AUTOTUNE_CACHE (compile cache dir), AUTOTUNE_TEMPLATES, AUTOTUNE_PROGRESS\n";
+    "environment: AUTOTUNE_DB, AUTOTUNE_CACHE (compile cache dir), AUTOTUNE_TEMPLATES, AUTOTUNE_PROGRESS,\n"
+    "             AUTOTUNE_DEBUG (a line per outcome), AUTOTUNE_DUMP_PTX (a directory for the PTX of compiles)\n";
 
 typedef struct options {
   const char *db;

@@ -212,6 +212,18 @@ static void parse_resources(const char *log, const char *lowered, at_jit_result 
   num_before(start, end, " bytes spill loads", &r->spill_loads);
 }
 
+/* $AUTOTUNE_DUMP_PTX=DIR: the PTX of every compile (not of cache hits) as DIR/<key>.ptx. */
+static void dump_ptx(const char *ptx, const char *key, const char *name_expr, const char *arch) {
+  const char *dir = getenv("AUTOTUNE_DUMP_PTX");
+  if (!ptx || !dir || !*dir || at_mkdirs(dir) != AT_OK) return;
+  char *path = at_xasprintf("%s/%s.ptx", dir, key);
+  char *text = at_xasprintf("// %s for %s\n%s", name_expr ? name_expr : "(support kernels)", arch, ptx);
+  if (at_write_file_atomic(path, text, strlen(text)) != AT_OK)
+    fprintf(stderr, "autotune: warning: AUTOTUNE_DUMP_PTX: %s\n", at_errmsg());
+  free(text);
+  free(path);
+}
+
 static char *meta_of(const at_jit_result *r) {
   return at_xasprintf("lowered=%s\nregs=%d\nspill_stores=%d\nspill_loads=%d\nstatic_smem=%d\nstack_bytes=%d\n",
                       r->lowered_name, r->regs, r->spill_stores, r->spill_loads, r->static_smem, r->stack_bytes);
@@ -301,12 +313,23 @@ int at_jit_compile(const at_jit_source *s, const char *name_expr, const at_jit_o
   } else if (cres != NVRTC_ERROR_COMPILATION) {
     rc = at_fail_api("NVRTC", "nvrtcCompileProgram", __FILE__, __LINE__, cres, nvrtcGetErrorString(cres), r->log);
   }
+  char *prog_ptx = NULL; /* kept for $AUTOTUNE_DUMP_PTX */
+  size_t ptx_size = 0;
+  if (cres == NVRTC_SUCCESS && getenv("AUTOTUNE_DUMP_PTX") && nvrtcGetPTXSize(prog, &ptx_size) == NVRTC_SUCCESS) {
+    prog_ptx = at_xcalloc(ptx_size + 1, 1);
+    if (nvrtcGetPTX(prog, prog_ptx) != NVRTC_SUCCESS) free(prog_ptx), prog_ptx = NULL;
+  }
   nvrtcDestroyProgram(&prog);
   r->compile_ms = (at_now_s() - t0) * 1e3;
   r->cache_damaged = damaged;
-  if (rc || cres != NVRTC_SUCCESS) return rc; /* a compile error: ok = 0, log kept */
+  if (rc || cres != NVRTC_SUCCESS) {
+    free(prog_ptx);
+    return rc; /* a compile error: ok = 0, log kept */
+  }
 
   parse_resources(r->log, r->lowered_name, r);
+  dump_ptx(prog_ptx, key, name_expr, o->arch);
+  free(prog_ptx);
   at_sha256_hex(r->cubin, r->cubin_size, r->cubin_hash);
   r->ok = 1;
   if (cache_dir) {

@@ -55,6 +55,7 @@ static int ensure_worker(gpu_thread *g) {
   if (at_worker_alive(&g->w)) return AT_OK;
   g->shape_ready = 0;
   AT_TRY(at_worker_start(g->dev->index, &g->w));
+  if (at_debug()) fprintf(stderr, "autotune: debug: GPU %d: worker %d started\n", g->dev->index, (int)g->w.pid);
   return AT_OK;
 }
 
@@ -166,6 +167,13 @@ static int record_outcome(gpu_thread *g, at_shape_outcome *o, size_t ci, const a
   if (rep->samples > 0) fill_rates(job, sh->st, &o->shape, rep->time_us, &row);
   int rc = at_store_put_result(job->db, &row);
   if (rc == AT_OK && quarantine_now) rc = at_store_quarantine(job->db, job->compiled[ci].cand_id);
+  if (at_debug()) {
+    const at_cand *c = &job->cands->c[ci];
+    fprintf(stderr, "autotune: debug: GPU %d M=%lld N=%lld K=%lld %s %s: %s %.3f us%s%s%s\n", g->dev->index,
+            (long long)o->shape.m, (long long)o->shape.n, (long long)o->shape.k, job->space->variants[c->variant].name,
+            c->params_json, rep->status, rep->time_us, rep->cut ? " (cut)" : "", rep->message[0] ? ": " : "",
+            rep->message);
+  }
   int k = at_status_index(rep->status);
   if (replaces_ok) o->counts[AT_ST_OK]--, sh->st->counts[AT_ST_OK]--;
   if (k >= 0) o->counts[k]++, sh->st->counts[k]++;

@@ -235,6 +235,15 @@ char *at_utc_now_iso(void) {
   return at_xstrdup(s);
 }
 
+int at_debug(void) {
+  static int v = -1;
+  if (v < 0) {
+    const char *e = getenv("AUTOTUNE_DEBUG");
+    v = e && *e && strcmp(e, "0") != 0;
+  }
+  return v;
+}
+
 int at_cpu_count(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (int)n : 1;

@@ -52,6 +52,9 @@ char *at_utc_now_iso(void); /* "2026-11-22T05:00:00Z", malloc'd */
 
 int at_cpu_count(void);
 
+/* $AUTOTUNE_DEBUG is set (and not "0"): print what the tuner does, candidate by candidate. */
+int at_debug(void);
+
 /* Parses a whole decimal integer; returns 0 on success. */
 int at_parse_i64(const char *s, int64_t *out);
 

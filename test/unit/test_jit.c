@@ -33,9 +33,20 @@ int main(void) {
   CHECK_EQ_INT(at_jit_source_load(tpl, tdir, &src), AT_OK);
   CHECK_EQ_INT(src->nheaders, 2); /* at_ptx.cuh and the args header */
   at_jit_options o = {"sm_90a", 0};
+  char *ptx_dir = at_path_join(tmp, "ptx");
+  setenv("AUTOTUNE_DUMP_PTX", ptx_dir, 1);
 
   at_jit_result r;
   CHECK_EQ_INT(at_jit_compile(src, GOOD, &o, cache, &r), AT_OK);
+  unsetenv("AUTOTUNE_DUMP_PTX");
+  {
+    char k0[65];
+    at_jit_key(src, GOOD, &o, k0);
+    char *ptx_path = at_xasprintf("%s/%s.ptx", ptx_dir, k0);
+    char *ptx = slurp(ptx_path);
+    CHECK_CONTAINS(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"); /* $AUTOTUNE_DUMP_PTX */
+    free(ptx), free(ptx_path);
+  }
   CHECK(r.ok);
   CHECK(!r.cache_hit);
   CHECK(r.cubin_size > 1000);
@@ -143,6 +154,7 @@ int main(void) {
   CHECK_CONTAINS(at_errmsg(), "nowhere.cuh");
 
   at_jit_source_free(src);
+  free(ptx_dir);
   free(lonely), free(hdr), free(tpl2), free(copy), free(entry), free(tpl), free(cache), free(tmp);
   return check_summary();
 }
