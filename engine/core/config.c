@@ -79,10 +79,24 @@ char *at_entry_instantiate(const char *entry, const char *const *names, const in
   return at_buf_steal(&b);
 }
 
+at_params at_config_params(const at_config *c, const char **names) {
+  for (int i = 0; i < c->nparams; i++) names[i] = c->names[i];
+  return (at_params){names, c->values, (size_t)c->nparams};
+}
+
+static int ident_char(char ch) { return isalnum((unsigned char)ch) || ch == '_'; }
+
+int at_entry_mentions(const char *entry, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = strchr(entry, '<'); p && (p = strstr(p, name)); p += n)
+    if (!ident_char(p[-1]) && !ident_char(p[n])) return 1;
+  return 0;
+}
+
 char *at_config_name_expr(const at_config *c) {
   const char *names[AT_MAX_PARAMS];
-  for (int i = 0; i < c->nparams; i++) names[i] = c->names[i];
-  return at_entry_instantiate(c->entry, names, c->values, c->nparams);
+  at_params p = at_config_params(c, names);
+  return at_entry_instantiate(c->entry, p.names, p.values, (int)p.n);
 }
 
 int at_config_same(const at_config *a, const at_config *b) {

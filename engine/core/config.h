@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "../ops/op.h"
 #include "json.h"
 #include "proto.h"
 
@@ -59,6 +60,12 @@ int at_config_set_from_json(const char *name, const at_json *j, at_config_set *o
 /* The configuration for M: its bucket, else "any"; NULL when neither is valid. *bucket gets the
  * index used. */
 const at_config *at_config_for_m(const at_config_set *cs, int64_t m, int *bucket);
+
+/* The config's parameters as the op's functions take them; names must hold AT_MAX_PARAMS. */
+at_params at_config_params(const at_config *c, const char **names);
+
+/* Does the part of an entry after '<' mention this name as a whole identifier? */
+int at_entry_mentions(const char *entry, const char *name);
 
 /* Instantiates an entry pattern: every parameter name replaced by its value. malloc'd. */
 char *at_entry_instantiate(const char *entry, const char *const *names, const int64_t *values, int n);

@@ -74,12 +74,8 @@ static int enumerate_variant(const at_space *s, size_t vi, const at_limits *lim,
       }
       if (!h) removed_by = v->constraints[c].name;
     }
-    int64_t threads = at_params_get(&(at_params){v->names + v->slot_derived, table + v->slot_derived,
-                                                 v->nnames - v->slot_derived},
-                                    "threads", 0);
-    int64_t smem = at_params_get(&(at_params){v->names + v->slot_derived, table + v->slot_derived,
-                                              v->nnames - v->slot_derived},
-                                 "smem_bytes", 0);
+    at_params derived = {v->names + v->slot_derived, table + v->slot_derived, v->nnames - v->slot_derived};
+    int64_t threads = at_params_get(&derived, "threads", 0), smem = at_params_get(&derived, "smem_bytes", 0);
     if (!removed_by && threads > lim->max_threads_per_block) removed_by = "device_threads";
     if (!removed_by && smem > lim->max_smem_per_block) removed_by = "device_smem";
 

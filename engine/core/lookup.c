@@ -1,7 +1,6 @@
 /* lookup.c: see lookup.h. */
 #include "lookup.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,17 +126,12 @@ static int builtin_config(const at_op *op, at_config *c) {
  * gets what the launch rule assumes) and every value in range? A config from a hand-edited file
  * must not reach a kernel whose launch rule it breaks. */
 static int config_ok(const at_op *op, const at_config *c, char *why, size_t n) {
-  for (int i = 0; i < c->nparams; i++) {
-    size_t len = strlen(c->names[i]);
-    int found = 0;
-    for (const char *p = strchr(c->entry, '<'); p && (p = strstr(p, c->names[i])); p += len)
-      if (!(isalnum((unsigned char)p[-1]) || p[-1] == '_') && !(isalnum((unsigned char)p[len]) || p[len] == '_')) found = 1;
-    if (!found) return snprintf(why, n, "parameter %s does not appear in its entry", c->names[i]), 0;
-  }
+  for (int i = 0; i < c->nparams; i++)
+    if (!at_entry_mentions(c->entry, c->names[i]))
+      return snprintf(why, n, "parameter %s does not appear in its entry", c->names[i]), 0;
   int64_t derived[16];
   const char *names[AT_MAX_PARAMS];
-  for (int i = 0; i < c->nparams; i++) names[i] = c->names[i];
-  at_params p = {names, c->values, (size_t)c->nparams};
+  at_params p = at_config_params(c, names);
   if (at_op_count_derived(op) > 16 || op->derive(c->family, &p, derived)) return snprintf(why, n, "%s", at_errmsg()), 0;
   return 1;
 }

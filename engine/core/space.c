@@ -216,19 +216,10 @@ static int check_entry(loader *L, const at_variant *v, const at_ynode *node) {
   const char *lt = strchr(v->entry, '<');
   if (!lt || v->entry[strlen(v->entry) - 1] != '>')
     return err_at(L, node, "entry must be a kernel template instantiation like 'kernel<BLOCK_M, BLOCK_N>'");
-  for (size_t i = 0; i < v->nparams; i++) {
-    const char *name = v->params[i].name;
-    size_t n = strlen(name);
-    int found = 0;
-    for (const char *p = lt; (p = strstr(p, name)); p += n) {
-      int before = isalnum((unsigned char)p[-1]) || p[-1] == '_';
-      int after = isalnum((unsigned char)p[n]) || p[n] == '_';
-      if (!before && !after) found = 1;
-    }
-    if (!found)
-      return err_at(L, node, "parameter %s does not appear in entry '%s'; every parameter must reach the kernel", name,
-                    v->entry);
-  }
+  for (size_t i = 0; i < v->nparams; i++)
+    if (!at_entry_mentions(v->entry, v->params[i].name))
+      return err_at(L, node, "parameter %s does not appear in entry '%s'; every parameter must reach the kernel",
+                    v->params[i].name, v->entry);
   return AT_OK;
 }
 

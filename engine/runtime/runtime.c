@@ -533,8 +533,7 @@ static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, co
   /* The dynamic shared memory the family's launch rule asks for, allowed once here. */
   int64_t derived[8] = {0};
   const char *names[AT_MAX_PARAMS];
-  for (int i = 0; i < cfg->nparams; i++) names[i] = cfg->names[i];
-  at_params p = {names, cfg->values, (size_t)cfg->nparams};
+  at_params p = at_config_params(cfg, names);
   if (cr == CUDA_SUCCESS && op->derive(cfg->family, &p, derived) == AT_OK) {
     at_params d = {op->derived, derived, at_op_count_derived(op)};
     int64_t smem = at_params_get(&d, "smem_bytes", 0);
@@ -645,8 +644,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   static _Thread_local at_launch tl_launch;
   if (kern->serial != tl_kern || m != tl_m || n != tl_n || k != tl_k) {
     const char *names[AT_MAX_PARAMS];
-    for (int i = 0; i < kern->cfg.nparams; i++) names[i] = kern->cfg.names[i];
-    at_params p = {names, kern->cfg.values, (size_t)kern->cfg.nparams};
+    at_params p = at_config_params(&kern->cfg, names);
     at_shape shape = {m, n, k};
     tl_kern = 0;
     if (op->launch(kern->cfg.family, &p, &shape, &tl_launch)) return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());

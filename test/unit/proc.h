@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,15 @@ static inline int proc_wait(pid_t pid, double timeout_s) {
 
 static inline int proc_run(char *const argv[], const char *out_path, double timeout_s) {
   return proc_wait(proc_start(argv, out_path), timeout_s);
+}
+
+/* Runs exe with the arguments in ap up to a NULL (at most 30). */
+static inline int proc_run_va(const char *exe, const char *out_path, double timeout_s, va_list ap) {
+  char *argv[32] = {(char *)exe};
+  int n = 1;
+  for (const char *a; n < 31 && (a = va_arg(ap, const char *));) argv[n++] = (char *)a;
+  argv[n] = NULL;
+  return proc_run(argv, out_path, timeout_s);
 }
 
 /* The whole of a (small) file, malloc'd; "" when missing. */

@@ -42,15 +42,11 @@ static double now(void) {
 
 /* Runs autotune with the arguments up to a NULL, output to TMP/out.txt; returns the exit status. */
 static int run(double timeout, ...) {
-  char *argv[32] = {(char *)EXE};
-  int n = 1;
+  char *out = at_path_join(TMP, "out.txt");
   va_list ap;
   va_start(ap, timeout);
-  for (const char *a; n < 31 && (a = va_arg(ap, const char *));) argv[n++] = (char *)a;
+  int rc = proc_run_va(EXE, out, timeout, ap);
   va_end(ap);
-  argv[n] = NULL;
-  char *out = at_path_join(TMP, "out.txt");
-  int rc = proc_run(argv, out, timeout);
   free(out);
   return rc;
 }

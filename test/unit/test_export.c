@@ -118,14 +118,11 @@ static at_config_set load_set(const char *path) {
 }
 
 static int run_cli(const char *out, ...) {
-  char *argv[32] = {(char *)EXE};
-  int n = 1;
   va_list ap;
   va_start(ap, out);
-  for (const char *a; n < 31 && (a = va_arg(ap, const char *));) argv[n++] = (char *)a;
+  int rc = proc_run_va(EXE, out, 120, ap);
   va_end(ap);
-  argv[n] = NULL;
-  return proc_run(argv, out, 120);
+  return rc;
 }
 
 static void export_rules(const char *db, const char *dir) {
