@@ -42,16 +42,18 @@ void at_report_print(const at_report *r) {
   const at_tune_stats *t = r->tune;
   if (t) {
     fprintf(f, "device: %s; peak measured: %.0f TFLOP/s FP8, %.0f GB/s\n", t->device_name, t->peak_tflops, t->peak_gbs);
-    fprintf(f, "%-22s %-58s %10s %9s %7s %10s %10s\n", "shape (M N K)", "winner", "time us", "TFLOP/s", "roof%",
-            "cuBLAS32 us", "vendor us");
+    fprintf(f, "%-22s %-58s %10s %9s %7s %10s %10s %10s\n", "shape (M N K)", "winner", "time us", "TFLOP/s", "roof%",
+            "cuBLAS32 us", "vendor us", "vendor chk");
     for (size_t i = 0; i < t->nshapes; i++) {
       const at_shape_outcome *o = &t->shapes[i];
       char shape[64], win[256] = "-";
       snprintf(shape, sizeof shape, "%lld %lld %lld", (long long)o->shape.m, (long long)o->shape.n,
                (long long)o->shape.k);
       if (o->winner >= 0) params_of(r, o->winner, win, sizeof win);
-      fprintf(f, "%-22s %-58s %10.2f %9.1f %7.1f %10.2f %10.2f\n", shape, win, o->winner_us, o->tflops, o->roofline_pct,
-              o->ref_us, o->vendor_us);
+      char vchk[32] = "-"; /* the vendor output's worst error / bound: above 1 it failed the check */
+      if (o->vendor_check_ratio >= 0) snprintf(vchk, sizeof vchk, "%.3g", o->vendor_check_ratio);
+      fprintf(f, "%-22s %-58s %10.2f %9.1f %7.1f %10.2f %10.2f %10s\n", shape, win, o->winner_us, o->tflops,
+              o->roofline_pct, o->ref_us, o->vendor_us, vchk);
     }
     fprintf(f, "results:");
     for (int k = 0; k < AT_ST_COUNT; k++) fprintf(f, " %s %lld", AT_STATUS_NAMES[k], (long long)t->counts[k]);
@@ -126,6 +128,10 @@ int at_report_write_json(const at_report *r, const char *path) {
       }
       at_buf_printf(&b, ", \"time_us\": %.3f, \"tflops\": %.2f, \"roofline_pct\": %.2f, \"ref_us\": %.3f, \"vendor_us\": %.3f",
                     o->winner_us, o->tflops, o->roofline_pct, o->ref_us, o->vendor_us);
+      if (o->vendor_check_ratio >= 0 && o->vendor_check_ratio <= 1e300)
+        at_buf_printf(&b, ", \"vendor_check_ratio\": %.4g", o->vendor_check_ratio);
+      else
+        at_buf_puts(&b, o->vendor_check_ratio > 1e300 ? ", \"vendor_check_ratio\": \"inf\"" : ", \"vendor_check_ratio\": null");
       at_buf_puts(&b, ", \"counts\": {");
       for (int k = 0; k < AT_ST_COUNT; k++)
         at_buf_printf(&b, "%s\"%s\": %lld", k ? ", " : "", AT_STATUS_NAMES[k], (long long)o->counts[k]);

@@ -47,6 +47,7 @@ typedef struct at_shape_req {
   double l2_multiple; /* rotate input sets until a sample reads this many L2s of distinct data */
   int warmup, samples;
   int baselines;      /* also time the vendor baselines */
+  double atol, rtol, gamma; /* the check's bound (gpu/check.h), for the vendor baseline's check */
 } at_shape_req;
 
 typedef struct at_shape_reply {
@@ -56,6 +57,7 @@ typedef struct at_shape_reply {
   double ref_us;        /* the cuBLAS FP32 reference GEMM (dequantized inputs), median */
   double vendor_us;     /* the vendor's own kernel for this op (cuBLASLt block-scaled FP8), 0 if none */
   char vendor_name[64];
+  double vendor_check_ratio; /* the vendor output's worst error / bound; -1 when not checked */
   int sticky; /* the GPU faulted during setup: the worker exits after replying */
   char message[512];
 } at_shape_reply;
@@ -69,7 +71,7 @@ typedef struct at_eval_req {
   int nparams;
   char param_names[AT_MAX_PARAMS][32];
   int64_t param_values[AT_MAX_PARAMS];
-  double atol, rtol;
+  double atol, rtol, gamma; /* the check's bound (gpu/check.h) */
   int warmup, samples, cut_after;
   double cut_us; /* stop sampling when the median so far is above this (0: never) */
   int check_only;
@@ -84,6 +86,7 @@ typedef struct at_eval_reply {
   int samples, cut;
   int occupancy; /* blocks per SM */
   double max_abs_err;
+  double check_ratio; /* worst |out - ref| / bound over both checks; -1 when not checked */
   int64_t bad_count, first_bad;
   char message[512];
 } at_eval_reply;

@@ -339,7 +339,7 @@ static int load_shapes(loader *L, const at_ynode *list) {
 }
 
 static int load_check(loader *L, const at_ynode *map) {
-  static const char *const KEYS[] = {"atol", "rtol", NULL};
+  static const char *const KEYS[] = {"atol", "rtol", "gamma", NULL};
   AT_TRY(want_kind(L, map, AT_Y_MAP, "check"));
   AT_TRY(check_keys(L, map, "check", KEYS));
   const at_ynode *n;
@@ -350,6 +350,12 @@ static int load_check(loader *L, const at_ynode *map) {
   if ((n = at_ymap_get(map, "rtol"))) {
     AT_TRY(get_number(L, n, "rtol", &L->s->rtol));
     if (L->s->rtol < 0) return err_at(L, n, "rtol must not be negative");
+  }
+  /* gamma * (|A| * |B|) is already at least |ref|: from 1 up the check would pass nearly anything. */
+  if ((n = at_ymap_get(map, "gamma"))) {
+    AT_TRY(get_number(L, n, "gamma", &L->s->gamma));
+    if (L->s->gamma < 0 || L->s->gamma >= 1)
+      return err_at(L, n, "gamma must be at least 0 and below 1 (got %g)", L->s->gamma);
   }
   return AT_OK;
 }

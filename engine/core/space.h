@@ -67,7 +67,7 @@ typedef struct at_space {
   size_t nvariants;
   at_shape *shapes; /* every (M, N, K), in file order */
   size_t nshapes;
-  double atol, rtol;
+  double atol, rtol, gamma; /* the check's bound (docs/timing.md); gamma 0 unless set */
   uint64_t seed;
   at_timing timing;
   char hash[65]; /* SHA-256 of the file */

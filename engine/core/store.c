@@ -58,6 +58,7 @@ static const char *SCHEMA =
     "  time_us REAL, time_min_us REAL, time_max_us REAL, samples INTEGER, cut INTEGER, sets INTEGER,"
     "  retime_us REAL, tflops REAL, gbs REAL, roofline_pct REAL, occupancy INTEGER,"
     "  max_abs_err REAL, bad_count INTEGER, first_bad INTEGER, message TEXT, seed INTEGER, created TEXT NOT NULL,"
+    "  check_ratio REAL,"
     "  UNIQUE(candidate_id, problem_id, device_id));"
     "CREATE INDEX IF NOT EXISTS results_by_problem ON results(problem_id, device_id, status);"
     "CREATE TABLE IF NOT EXISTS pruned("
@@ -70,8 +71,17 @@ static const char *SCHEMA =
     "  run_id INTEGER REFERENCES runs(id), decided TEXT NOT NULL, PRIMARY KEY(problem_id, device_id));"
     "CREATE TABLE IF NOT EXISTS baselines("
     "  problem_id INTEGER NOT NULL REFERENCES problems(id), device_id INTEGER NOT NULL REFERENCES devices(id),"
-    "  name TEXT NOT NULL, time_us REAL NOT NULL, run_id INTEGER REFERENCES runs(id),"
+    "  name TEXT NOT NULL, time_us REAL NOT NULL, run_id INTEGER REFERENCES runs(id), check_ratio REAL,"
     "  PRIMARY KEY(problem_id, device_id, name));";
+
+/* What turns a DB of version i into version i + 1, for i from 1. The columns it adds are in the
+ * SCHEMA text too, so that a migrated DB and a new one have the same columns. */
+static const char *const MIGRATIONS[AT_STORE_SCHEMA_VERSION] = {
+    NULL,
+    /* 1 -> 2: the check's worst |out - ref| / bound, of each result and of the vendor baseline. */
+    "ALTER TABLE results ADD COLUMN check_ratio REAL;"
+    "ALTER TABLE baselines ADD COLUMN check_ratio REAL;",
+};
 
 sqlite3 *at_store_db(at_store *s) { return s->db; }
 const char *at_store_path(const at_store *s) { return s->path; }
@@ -144,7 +154,10 @@ static int create_schema(at_store *s, void *ctx) {
   AT_TRY(at_store_query_int(s, "SELECT count(*) FROM sqlite_master", &tables));
   if (version == 0 && tables > 0)
     return at_fail(AT_ERR_RUNTIME, "%s: not an autotune DB (it has tables but no schema version)", s->path);
-  AT_TRY(at_store_exec(s, SCHEMA));
+  if (version == 0)
+    AT_TRY(at_store_exec(s, SCHEMA));
+  else /* an older DB: its tables gain what later versions added, in this same transaction */
+    for (int64_t v = version; v < AT_STORE_SCHEMA_VERSION; v++) AT_TRY(at_store_exec(s, MIGRATIONS[v]));
   char pragma[64];
   snprintf(pragma, sizeof pragma, "PRAGMA user_version=%d", AT_STORE_SCHEMA_VERSION);
   return at_store_exec(s, pragma);
@@ -188,9 +201,10 @@ int at_store_open_readonly(const char *path, at_store **out) {
   at_store *s = *out;
   int64_t version = 0;
   int rc = at_store_query_int(s, "PRAGMA user_version", &version);
-  if (rc == AT_OK && version != AT_STORE_SCHEMA_VERSION)
-    rc = at_fail(AT_ERR_RUNTIME, "%s: DB schema version %lld, this autotune reads version %d", path, (long long)version,
-                 AT_STORE_SCHEMA_VERSION);
+  /* Readers never use the columns later versions added, so older DBs read as they are. */
+  if (rc == AT_OK && (version < AT_STORE_SCHEMA_OLDEST_READ || version > AT_STORE_SCHEMA_VERSION))
+    rc = at_fail(AT_ERR_RUNTIME, "%s: DB schema version %lld, this autotune reads versions %d to %d", path,
+                 (long long)version, AT_STORE_SCHEMA_OLDEST_READ, AT_STORE_SCHEMA_VERSION);
   if (rc) {
     at_store_close(s);
     *out = NULL;
@@ -595,8 +609,8 @@ static int put_result_tx(at_store *s, void *p) {
   SQL_CHECK(s, sqlite3_prepare_v2(s->db,
                                   "INSERT OR REPLACE INTO results(candidate_id, problem_id, device_id, run_id, status,"
                                   " time_us, time_min_us, time_max_us, samples, cut, sets, tflops, gbs, roofline_pct,"
-                                  " occupancy, max_abs_err, bad_count, first_bad, message, seed, created)"
-                                  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                  " occupancy, max_abs_err, bad_count, first_bad, message, seed, created, check_ratio)"
+                                  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                   -1, &st, NULL));
   char *now = at_utc_now_iso();
   sqlite3_bind_int64(st, 1, r->candidate_id);
@@ -620,6 +634,7 @@ static int put_result_tx(at_store *s, void *p) {
   bind_text(st, 19, r->message);
   sqlite3_bind_int64(st, 20, r->seed);
   bind_text(st, 21, now);
+  bind_real_or_null(st, 22, r->check_ratio, r->check_ratio >= 0);
   free(now);
   return step_done(s, st);
 }
@@ -655,6 +670,7 @@ typedef struct retime_ctx {
   int64_t cand, problem, device, run;
   double us;
   const char *name;
+  double check_ratio; /* baselines: < 0 for none */
 } retime_ctx;
 
 static int retime_tx(at_store *s, void *p) {
@@ -703,20 +719,26 @@ static int baseline_tx(at_store *s, void *p) {
   retime_ctx *c = p;
   sqlite3_stmt *st;
   SQL_CHECK(s, sqlite3_prepare_v2(s->db,
-                                  "INSERT OR REPLACE INTO baselines(problem_id, device_id, name, time_us, run_id)"
-                                  " VALUES(?,?,?,?,?)",
+                                  "INSERT OR REPLACE INTO baselines(problem_id, device_id, name, time_us, run_id,"
+                                  " check_ratio) VALUES(?,?,?,?,?,?)",
                                   -1, &st, NULL));
   sqlite3_bind_int64(st, 1, c->problem);
   sqlite3_bind_int64(st, 2, c->device);
   bind_text(st, 3, c->name);
   sqlite3_bind_double(st, 4, c->us);
   bind_id(st, 5, c->run);
+  bind_real_or_null(st, 6, c->check_ratio, c->check_ratio >= 0);
   return step_done(s, st);
 }
 
 int at_store_put_baseline(at_store *s, int64_t problem_id, int64_t device_id, int64_t run_id, const char *name,
                           double time_us) {
-  retime_ctx c = {0, problem_id, device_id, run_id, time_us, name};
+  return at_store_put_baseline_checked(s, problem_id, device_id, run_id, name, time_us, -1);
+}
+
+int at_store_put_baseline_checked(at_store *s, int64_t problem_id, int64_t device_id, int64_t run_id, const char *name,
+                                  double time_us, double check_ratio) {
+  retime_ctx c = {0, problem_id, device_id, run_id, time_us, name, check_ratio};
   return at_store_tx(s, baseline_tx, &c);
 }
 

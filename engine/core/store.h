@@ -1,7 +1,8 @@
 /* store.h: the SQLite store of everything a tuning run learns (schema: docs/formats.md).
  *
  * Invariants:
- *  - The schema version is PRAGMA user_version; a DB from a newer autotune is refused.
+ *  - The schema version is PRAGMA user_version; a DB from a newer autotune is refused, an older one
+ *    is migrated when opened for writing and read as it is (readers use no column added since).
  *  - WAL mode, synchronous=NORMAL: a crash or SIGKILL loses at most the transaction in flight,
  *    never corrupts the file.
  *  - Each finished piece of work (one compile, one result, one run's pruning counts) is its own
@@ -14,7 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AT_STORE_SCHEMA_VERSION 1
+#define AT_STORE_SCHEMA_VERSION 2
+#define AT_STORE_SCHEMA_OLDEST_READ 1 /* at_store_open_readonly accepts versions from this one */
 
 typedef struct at_store at_store;
 
@@ -90,6 +92,7 @@ typedef struct at_result_row {
   int64_t bad_count, first_bad;
   const char *message;
   int64_t seed;
+  double check_ratio; /* worst |out - ref| / bound of its checks; < 0: not checked (NULL) */
 } at_result_row;
 
 /* Replaces any earlier result of the same (candidate, problem, device). */
@@ -106,6 +109,9 @@ int at_store_get_winner(at_store *s, int64_t problem_id, int64_t device_id, int6
 int at_store_get_baseline(at_store *s, int64_t problem_id, int64_t device_id, const char *name, double *time_us);
 int at_store_put_baseline(at_store *s, int64_t problem_id, int64_t device_id, int64_t run_id, const char *name,
                           double time_us);
+/* The same, with the baseline's worst error / bound in the check (< 0: not checked). */
+int at_store_put_baseline_checked(at_store *s, int64_t problem_id, int64_t device_id, int64_t run_id, const char *name,
+                                  double time_us, double check_ratio);
 
 /* ---- reading what was tuned (export, query, runtime) ---- */
 

@@ -110,6 +110,7 @@ static int build_eval(const at_tune_job *job, size_t ci, double cut_us, at_eval_
   const at_timing *t = &job->space->timing;
   req->atol = job->space->atol;
   req->rtol = job->space->rtol;
+  req->gamma = job->space->gamma;
   req->warmup = t->warmup;
   req->samples = t->samples;
   req->cut_after = t->cut_after;
@@ -158,6 +159,7 @@ static int record_outcome(gpu_thread *g, at_shape_outcome *o, size_t ci, const a
       .cut = rep->cut,
       .occupancy = rep->occupancy,
       .max_abs_err = rep->max_abs_err,
+      .check_ratio = rep->check_ratio,
       .bad_count = rep->bad_count,
       .first_bad = rep->first_bad,
       .message = rep->message,
@@ -217,6 +219,7 @@ static int evaluate(gpu_thread *g, at_shape_outcome *o, size_t ci, double cut_us
     snprintf(rep.status, sizeof rep.status, "%s", rc == AT_PROTO_TIMEOUT ? "timeout" : "fault");
     snprintf(rep.message, sizeof rep.message, "worker %s", g->w.exit_reason);
     rep.max_abs_err = -1;
+    rep.check_ratio = -1;
     rep.first_bad = -1;
   } else {
     return rc;
@@ -371,6 +374,7 @@ static int tune_shape(gpu_thread *g, size_t si) {
       at_result_row row = {.candidate_id = job->compiled[i].cand_id, .problem_id = o->problem_id,
                            .device_id = sh->device_id, .run_id = job->run_id, .status = "quarantined",
                            .message = "not run: it killed two workers", .max_abs_err = -1, .first_bad = -1,
+                           .check_ratio = -1,
                            .seed = (int64_t)s->seed};
       rc = at_store_put_result(job->db, &row);
       o->counts[AT_ST_QUARANTINED]++, sh->st->counts[AT_ST_QUARANTINED]++;
@@ -418,12 +422,16 @@ static int tune_shape(gpu_thread *g, size_t si) {
   g->shape_req.warmup = s->timing.warmup;
   g->shape_req.samples = s->timing.samples;
   g->shape_req.baselines = job->baselines;
+  g->shape_req.atol = s->atol;
+  g->shape_req.rtol = s->rtol;
+  g->shape_req.gamma = s->gamma;
   g->shape_ready = 0;
   at_shape_reply rep;
   double t0 = at_now_s();
   if ((rc = ensure_shape(g, &rep))) goto out;
   o->ref_us = rep.ref_us;
   o->vendor_us = rep.vendor_us;
+  o->vendor_check_ratio = rep.vendor_check_ratio;
   if (rep.message[0]) {
     char note[700];
     snprintf(note, sizeof note, "M=%lld N=%lld K=%lld: %s", (long long)o->shape.m, (long long)o->shape.n,
@@ -437,7 +445,8 @@ static int tune_shape(gpu_thread *g, size_t si) {
   sh->st->setup_s += at_now_s() - t0;
   if (rep.ref_us > 0) rc = at_store_put_baseline(job->db, o->problem_id, sh->device_id, job->run_id, "cublas_fp32_reference", rep.ref_us);
   if (rc == AT_OK && rep.vendor_us > 0)
-    rc = at_store_put_baseline(job->db, o->problem_id, sh->device_id, job->run_id, rep.vendor_name, rep.vendor_us);
+    rc = at_store_put_baseline_checked(job->db, o->problem_id, sh->device_id, job->run_id, rep.vendor_name, rep.vendor_us,
+                                       rep.vendor_check_ratio);
   unlock(sh);
   if (rc) goto out;
 
@@ -551,7 +560,8 @@ int at_tune_gpu(const at_tune_job *job, at_tune_stats *st) {
   const at_enum *e = job->cands;
   st->shapes = at_xcalloc(s->nshapes, sizeof *st->shapes);
   st->nshapes = s->nshapes;
-  for (size_t i = 0; i < s->nshapes; i++) st->shapes[i].winner = -1, st->shapes[i].shape = s->shapes[i];
+  for (size_t i = 0; i < s->nshapes; i++)
+    st->shapes[i].winner = -1, st->shapes[i].shape = s->shapes[i], st->shapes[i].vendor_check_ratio = -1;
   snprintf(st->device_name, sizeof st->device_name, "%s", job->devices[0].name);
 
   shared sh = {.job = job, .st = st};

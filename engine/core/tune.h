@@ -29,6 +29,7 @@ typedef struct at_shape_outcome {
   double ref_us;     /* cuBLAS FP32 reference GEMM */
   double vendor_us;  /* the vendor kernel (cuBLASLt block-scaled FP8), 0 when unavailable */
   char vendor_name[64];
+  double vendor_check_ratio; /* the vendor output's worst error / bound in this run; -1: not checked */
   double tflops, roofline_pct;
   int64_t counts[AT_ST_COUNT];
   int64_t evaluated, resumed;

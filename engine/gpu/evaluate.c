@@ -110,17 +110,21 @@ static int run_and_check(at_eval_ctx *c, const at_eval_req *req, const loaded *l
   CUresult r = at_cu->StreamSynchronize(c->g->stream);
   if (r != CUDA_SUCCESS) return api_failure(rep, r, "running the kernel"), 0;
   at_check_result chk;
-  if (at_check_bf16(c->g, out, c->gop->reference(c->state), count, req->atol, req->rtol, &chk)) {
+  const at_check_bound bound = {req->atol, req->rtol, req->gamma};
+  CUdeviceptr absref = c->gop->reference_abs ? c->gop->reference_abs(c->state) : 0;
+  if (at_check_bf16(c->g, out, c->gop->reference(c->state), absref, count, &bound, &chk)) {
     set_status(rep, "fault", 1, "the check itself failed: %s", at_errmsg());
     return 0;
   }
   rep->max_abs_err = chk.max_err;
+  if (chk.worst_ratio > rep->check_ratio) rep->check_ratio = chk.worst_ratio; /* the worse of the two checks */
   rep->bad_count = chk.bad;
   rep->first_bad = chk.first_bad;
   if (chk.bad) {
     char detail[300];
-    snprintf(detail, sizeof detail, "%lld of %zu elements out of tolerance, first at index %lld, max |error| %g",
-             (long long)chk.bad, count, (long long)chk.first_bad, chk.max_err);
+    snprintf(detail, sizeof detail,
+             "%lld of %zu elements out of tolerance, first at index %lld, max |error| %g, worst error/bound %.3g",
+             (long long)chk.bad, count, (long long)chk.first_bad, chk.max_err, chk.worst_ratio);
     set_status(rep, "wrong", 0, "%s", detail);
     return 0;
   }
@@ -132,6 +136,7 @@ int at_evaluate(at_eval_ctx *c, const at_eval_req *req, const void *cubin, size_
   memset(rep, 0, sizeof *rep);
   rep->candidate_id = req->candidate_id;
   rep->max_abs_err = -1;
+  rep->check_ratio = -1;
   rep->first_bad = -1;
   loaded l;
   if (!load(c, req, cubin, &l, rep)) return AT_OK;
@@ -191,6 +196,7 @@ int at_retime(at_eval_ctx *c, int n, const at_eval_req *reqs, const void *const 
     memset(&reps[i], 0, sizeof reps[i]);
     reps[i].candidate_id = reqs[i].candidate_id;
     reps[i].max_abs_err = -1;
+    reps[i].check_ratio = -1;
     reps[i].first_bad = -1;
     if (!load(c, &reqs[i], cubins[i], &l[i], &reps[i])) continue;
     if (l[i].launch.workspace_bytes > ws) ws = l[i].launch.workspace_bytes;

@@ -31,9 +31,7 @@ int at_worker_probe(int out_fd) {
   return AT_OK;
 }
 
-/* The number of input sets: enough that one pass over them reads l2_multiple x L2 of distinct
- * data, within a quarter of the free memory. */
-static int sets_for(const at_gpu *g, const at_gpu_op *op, const at_shape_req *r) {
+int at_worker_sets_for(const at_gpu *g, const at_gpu_op *op, const at_shape_req *r) {
   at_shape s = {r->m, r->n, r->k};
   double per = op->set_bytes(&s);
   int sets = (int)ceil(r->l2_multiple * (double)g->info.l2_bytes / per);
@@ -56,12 +54,19 @@ static void shape_setup(at_eval_ctx *c, const at_shape_req *req, at_shape_reply 
     return;
   }
   c->shape = (at_shape){req->m, req->n, req->k};
-  c->sets = sets_for(c->g, c->gop, req);
+  c->sets = at_worker_sets_for(c->g, c->gop, req);
   if (c->gop->setup(c->g, &c->shape, req->seed, c->sets, &c->state)) {
     snprintf(rep->message, sizeof rep->message, "%s", at_errmsg());
     return;
   }
+  if (req->gamma > 0 && !(c->gop->reference_abs && c->gop->reference_abs(c->state))) {
+    snprintf(rep->message, sizeof rep->message,
+             "op %s makes no |A|*|B| reference, so its check cannot use gamma (%g): set check.gamma to 0", req->op,
+             req->gamma);
+    return;
+  }
   rep->ok = 1;
+  rep->vendor_check_ratio = -1;
   rep->sets = c->sets;
   rep->set_bytes = c->gop->set_bytes(&c->shape);
   at_bench_cfg cfg = {c->sets, req->warmup, req->samples, 0, 0};
@@ -72,8 +77,9 @@ static void shape_setup(at_eval_ctx *c, const at_shape_req *req, at_shape_reply 
     snprintf(rep->message, sizeof rep->message, "reference not timed: %s", at_errmsg());
   if (req->baselines) {
     char note[400] = "";
-    if (c->gop->time_vendor(c->state, &cfg, 1e-2, 1e-2, &b, rep->vendor_name, sizeof rep->vendor_name, note, sizeof note) ==
-            AT_OK &&
+    const at_check_bound bound = {req->atol, req->rtol, req->gamma};
+    if (c->gop->time_vendor(c->state, &cfg, &bound, &b, &rep->vendor_check_ratio, rep->vendor_name,
+                            sizeof rep->vendor_name, note, sizeof note) == AT_OK &&
         b.samples)
       rep->vendor_us = b.median_us;
     else if (note[0])

@@ -22,6 +22,8 @@ typedef struct state {
   int sets;
   gset *set;
   CUdeviceptr af, bf, ref; /* set 0 dequantized, and C = af bf^T in fp32 */
+  CUdeviceptr absref;      /* |af| |bf|^T: the scale of the dot-product error bound (check.h) */
+  int lt_ready;            /* the vendor baseline: 1 prepared, -1 failed to prepare, 0 not tried */
   CUdeviceptr lt_ws;
   size_t lt_ws_bytes;
   cublasLtMatrixLayout_t la, lb, ld;
@@ -106,6 +108,18 @@ static int sgemm(state *st, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUstrea
   return AT_OK;
 }
 
+/* absref = |A| |B|^T of set 0: the dequantized copies made absolute, one more SGEMM, then the
+ * copies made again (the timed reference GEMM reads them). */
+static int make_absref(state *st) {
+  const at_shape *s = &st->s;
+  AT_TRY(at_gpu_alloc(&st->absref, (size_t)(s->m * s->n * 4)));
+  AT_TRY(at_abs_f32(st->g, st->af, (size_t)(s->m * s->k)));
+  AT_TRY(at_abs_f32(st->g, st->bf, (size_t)(s->n * s->k)));
+  AT_TRY(sgemm(st, st->af, st->bf, st->absref, st->g->stream));
+  AT_TRY(dequantize(st, st->set[0].a, st->set[0].as, st->af, (int)s->m, 1));
+  return dequantize(st, st->set[0].b, st->set[0].bs, st->bf, (int)s->n, 128);
+}
+
 static void teardown(void *p) {
   state *st = p;
   if (!st) return;
@@ -118,7 +132,7 @@ static void teardown(void *p) {
   if (st->la) g_api->LtMatrixLayoutDestroy(st->la);
   if (st->lb) g_api->LtMatrixLayoutDestroy(st->lb);
   if (st->ld) g_api->LtMatrixLayoutDestroy(st->ld);
-  at_gpu_free(&st->af), at_gpu_free(&st->bf), at_gpu_free(&st->ref), at_gpu_free(&st->lt_ws);
+  at_gpu_free(&st->af), at_gpu_free(&st->bf), at_gpu_free(&st->ref), at_gpu_free(&st->absref), at_gpu_free(&st->lt_ws);
   free(st->set);
   free(st);
 }
@@ -138,6 +152,7 @@ static int setup(const at_gpu *g, const at_shape *s, uint64_t seed, int sets, vo
   if (rc == AT_OK) rc = dequantize(st, st->set[0].a, st->set[0].as, st->af, (int)s->m, 1);
   if (rc == AT_OK) rc = dequantize(st, st->set[0].b, st->set[0].bs, st->bf, (int)s->n, 128);
   if (rc == AT_OK) rc = sgemm(st, st->af, st->bf, st->ref, g->stream);
+  if (rc == AT_OK) rc = make_absref(st);
   if (rc == AT_OK) {
     CUresult r = at_cu->StreamSynchronize(g->stream);
     if (r != CUDA_SUCCESS) rc = at_fail_api("CUDA", "inputs and reference", __FILE__, __LINE__, r, at_cu_error_name(r), at_cu_error_text(r));
@@ -157,6 +172,16 @@ static void output(void *p, int set, CUdeviceptr *ptr, size_t *count) {
 }
 
 static CUdeviceptr reference(void *p) { return ((state *)p)->ref; }
+
+static CUdeviceptr reference_abs(void *p) { return ((state *)p)->absref; }
+
+static int operands(void *p, int set, CUdeviceptr *ptrs, int cap) {
+  const gset *s = &((state *)p)->set[set];
+  const CUdeviceptr all[5] = {s->a, s->as, s->b, s->bs, s->c};
+  int n = cap < 5 ? cap : 5;
+  for (int i = 0; i < n; i++) ptrs[i] = all[i];
+  return n;
+}
 
 static size_t kernel_args(void *p, int set, CUdeviceptr workspace, void *buf, size_t cap) {
   state *st = p;
@@ -186,7 +211,7 @@ static int time_reference(void *p, const at_bench_cfg *cfg, at_bench_result *r) 
 
 #define LT_CHECK(expr) CUBLAS_CHECK(expr)
 
-static int vendor_prepare(state *st) {
+static int lt_prepare(state *st) {
   const at_shape *s = &st->s;
   int M = (int)s->m, G = (int)groups_of(s), NB = (int)nblocks_of(s), G4 = (G + 3) / 4 * 4;
   if (!g_lt) LT_CHECK(g_api->LtCreate(&g_lt));
@@ -240,27 +265,41 @@ static int enqueue_vendor(void *p, int set, CUstream stream) {
   return AT_OK;
 }
 
-static int time_vendor(void *p, const at_bench_cfg *cfg, double atol, double rtol, at_bench_result *r, char *name,
-                       size_t name_len, char *note, size_t note_len) {
+static int vendor_prepare(void *p, int *available, char *name, size_t name_len, char *note, size_t note_len) {
   state *st = p;
-  memset(r, 0, sizeof *r);
+  *available = 0;
   snprintf(name, name_len, "cublaslt_blockscale_fp8");
   if (st->s.m % 4 || st->s.n % 4) {
     snprintf(note, note_len, "cuBLASLt block scaling needs M and N to be multiples of 4");
     return AT_OK;
   }
-  int rc = vendor_prepare(st);
-  if (rc) {
+  if (st->lt_ready == 0) st->lt_ready = lt_prepare(st) == AT_OK ? 1 : -1;
+  if (st->lt_ready < 0) {
     snprintf(note, note_len, "cuBLASLt block-scaled FP8 unavailable: %s", at_errmsg());
     return AT_OK; /* a missing baseline is a note, not a failed run */
   }
-  AT_TRY(at_poison_bf16(st->g, st->set[0].c, (size_t)(st->s.m * st->s.n)));
+  *available = 1;
+  return AT_OK;
+}
+
+static int time_vendor(void *p, const at_bench_cfg *cfg, const at_check_bound *bound, at_bench_result *r,
+                       double *check_ratio, char *name, size_t name_len, char *note, size_t note_len) {
+  state *st = p;
+  memset(r, 0, sizeof *r);
+  *check_ratio = -1;
+  int available;
+  AT_TRY(vendor_prepare(st, &available, name, name_len, note, note_len));
+  if (!available) return AT_OK;
+  size_t count = (size_t)(st->s.m * st->s.n);
+  AT_TRY(at_poison_bf16(st->g, st->set[0].c, count));
   AT_TRY(enqueue_vendor(st, 0, st->g->stream));
   at_check_result chk;
-  AT_TRY(at_check_bf16(st->g, st->set[0].c, st->ref, (size_t)(st->s.m * st->s.n), atol, rtol, &chk));
+  AT_TRY(at_check_bf16(st->g, st->set[0].c, st->ref, st->absref, count, bound, &chk));
+  *check_ratio = chk.worst_ratio;
   if (chk.bad) {
-    snprintf(note, note_len, "cuBLASLt block-scaled FP8 failed the check (%lld bad, max error %g): not timed",
-             (long long)chk.bad, chk.max_err);
+    snprintf(note, note_len,
+             "cuBLASLt block-scaled FP8 failed the check (%lld bad, max error %g, worst error/bound %.3g): not timed",
+             (long long)chk.bad, chk.max_err, chk.worst_ratio);
     return AT_OK;
   }
   at_bench_cfg c = *cfg;
@@ -275,7 +314,11 @@ const at_gpu_op at_gpu_op_gemm_a8w8_blockscale = {
     .teardown = teardown,
     .output = output,
     .reference = reference,
+    .reference_abs = reference_abs,
+    .operands = operands,
     .kernel_args = kernel_args,
     .time_reference = time_reference,
+    .vendor_prepare = vendor_prepare,
+    .vendor_enqueue = enqueue_vendor,
     .time_vendor = time_vendor,
 };

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "../gpu/bench.h"
+#include "../gpu/check.h"
 #include "../gpu/gpuctx.h"
 #include "op.h"
 
@@ -22,14 +23,26 @@ typedef struct at_gpu_op {
   void (*output)(void *state, int set, CUdeviceptr *ptr, size_t *count);
   /* The reference output of set 0, fp32, same element count. */
   CUdeviceptr (*reference)(void *state);
+  /* (|A| * |B|) of set 0's inputs, fp32, same element count: the scale of the dot-product error
+   * bound (check.h). NULL, or 0 returned, for an op that has none: its spaces need gamma = 0. */
+  CUdeviceptr (*reference_abs)(void *state);
+  /* The buffers of a set in the order of the op's runtime launch function (autotune.h); for the
+   * a8w8 GEMM: a, a_scale, b, b_scale, c. Returns how many (at most cap). */
+  int (*operands)(void *state, int set, CUdeviceptr *ptrs, int cap);
   /* Writes the kernel's parameter block for a set into buf; returns its size. */
   size_t (*kernel_args)(void *state, int set, CUdeviceptr workspace, void *buf, size_t cap);
   /* The cuBLAS FP32 GEMM that made the reference, timed. */
   int (*time_reference)(void *state, const at_bench_cfg *cfg, at_bench_result *r);
-  /* The vendor's own kernel for this op, checked against the reference and timed; r->samples = 0
-   * with a note when it is not available. */
-  int (*time_vendor)(void *state, const at_bench_cfg *cfg, double atol, double rtol, at_bench_result *r, char *name,
-                     size_t name_len, char *note, size_t note_len);
+  /* The vendor's own kernel for this op. vendor_prepare readies it for the shape (once) and sets
+   * *available, with a note saying why not when 0; then vendor_enqueue launches it on a set, like
+   * a candidate. */
+  int (*vendor_prepare)(void *state, int *available, char *name, size_t name_len, char *note, size_t note_len);
+  at_enqueue_fn vendor_enqueue;
+  /* The vendor's kernel prepared, checked against the reference and timed; r->samples = 0 with a
+   * note when it is not available or fails the check. *check_ratio: its worst error / bound (-1
+   * when it was not checked). */
+  int (*time_vendor)(void *state, const at_bench_cfg *cfg, const at_check_bound *bound, at_bench_result *r,
+                     double *check_ratio, char *name, size_t name_len, char *note, size_t note_len);
 } at_gpu_op;
 
 const at_gpu_op *at_gpu_op_find(const char *name);
