@@ -475,6 +475,36 @@ int at_space_load(const char *path, at_space **out) {
   return AT_OK;
 }
 
+int at_space_load_shapes(const char *path, const at_op *op, at_shape **shapes, size_t *n) {
+  *shapes = NULL;
+  *n = 0;
+  char *text;
+  size_t size;
+  AT_TRY(at_read_file(path, AT_YAML_MAX_BYTES, &text, &size));
+  at_space tmp = {.path = (char *)path, .op = op}; /* only the shapes and their op's rules are used */
+  at_ydoc *doc = NULL;
+  int rc = at_yaml_parse(path, text, size, &doc);
+  free(text);
+  if (rc == AT_OK) {
+    loader L = {path, &tmp, doc};
+    const at_ynode *root = doc->root, *list = root;
+    if (!root)
+      rc = at_fail(AT_ERR_INPUT, "%s:1:1: the file is empty; a shapes file lists shape groups like {N: 4096, K: 4096, M: [16, 64]}",
+                   path);
+    else if (root->kind == AT_Y_SCALAR || (root->kind == AT_Y_MAP && !(list = at_ymap_get(root, "shapes"))))
+      rc = err_at(&L, root, "a shapes file is a list of shape groups, or a mapping with the key 'shapes'");
+    if (rc == AT_OK) rc = load_shapes(&L, list);
+  }
+  at_yaml_free(doc);
+  if (rc) {
+    free(tmp.shapes);
+    return rc;
+  }
+  *shapes = tmp.shapes;
+  *n = tmp.nshapes;
+  return AT_OK;
+}
+
 void at_space_free(at_space *s) {
   if (!s) return;
   for (size_t i = 0; i < s->nvariants; i++) {

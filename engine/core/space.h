@@ -76,6 +76,11 @@ typedef struct at_space {
 int at_space_load(const char *path, at_space **out);
 void at_space_free(at_space *s);
 
+/* The shapes of a YAML file of their own: a list of shape groups written like a space's `shapes:`
+ * section (or a mapping with that key, a space file included), checked against op's rules; errors
+ * are AT_ERR_INPUT with "file:line:col: message". *shapes is malloc'd. */
+int at_space_load_shapes(const char *path, const at_op *op, at_shape **shapes, size_t *n);
+
 /* The kernel name expression of one candidate: entry with every parameter name replaced by its
  * value, e.g. "kernel<64, 128>". malloc'd. */
 char *at_variant_name_expr(const at_variant *v, const int64_t *values);
