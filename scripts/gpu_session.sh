@@ -8,6 +8,10 @@
 #   example  the runtime example on several shapes (check against cuBLAS, host time per launch)
 #   verify   the runtime example on all 40 shapes of the shipped job (an independent check)
 #   bench    the lookup benchmark and the mma.sync FP8 ceiling (bench/mma_peak.cu)
+#   stress_old  the runtime stress test (test/gpu/test_stress.c) built against commit a683f65,
+#            which must fail there (the split-K workspace bug it was written for)
+#   sass     the SASS of an sm90 candidate: the hot loop must issue QGMMA (warpgroup FP8 MMA)
+#   tune_llama  the Llama-3-8B projection space into /tmp/tuned.db (same limit as tune)
 set -u
 B=/tmp/b
 OUT=${OUT:-/tmp/out}
@@ -54,6 +58,27 @@ for step in "$@"; do
     echo "verify: $pass passed, $fail failed" | tee -a "$OUT/session.log"
     echo "checks that passed: $(grep -c ': pass$' "$OUT/verify.log"), failed: $(grep -c ': FAIL$' "$OUT/verify.log")" |
       tee -a "$OUT/session.log" ;;
+  stress_old)
+    # the tree of a683f65, carried as .gpu/old-a683f65.tar.gz (git archive a683f65 | gzip)
+    rm -rf /tmp/old && mkdir -p /tmp/old && tar xzf .gpu/old-a683f65.tar.gz -C /tmp/old &&
+      cp test/gpu/test_stress.c /tmp/old/test/gpu/ &&
+      printf "test_stress = executable('test_stress', 'gpu/test_stress.c', dependencies : [engine_dep, libautotune_dep])\n" >>/tmp/old/test/meson.build &&
+      (cd /tmp/old && meson setup /tmp/bold >/dev/null && ninja -C /tmp/bold test/test_stress >/dev/null) ||
+      { echo "stress_old: cannot build a683f65"; rc=1; continue; }
+    (cd /tmp/old && AUTOTUNE_TEMPLATES=/tmp/old/templates AT_TEST_SOURCE_ROOT=/tmp/old AT_TEST_TMP=/tmp/oldtmp \
+      AT_STRESS_SEED=${AT_STRESS_SEED:-1} /tmp/bold/test/test_stress) >"$OUT/stress-old.log" 2>&1
+    echo "stress test on a683f65: exit $? (must be non-zero)" | tee -a "$OUT/session.log"
+    grep -m 8 "FAIL" "$OUT/stress-old.log" | cut -c1-400 | tee -a "$OUT/session.log" ;;
+  sass)
+    f=$(ls -S /tmp/cache/*/*.cubin 2>/dev/null | head -n 1)
+    for c in /tmp/cache/*/*.cubin; do cuobjdump -sass "$c" 2>/dev/null | grep -q QGMMA && { f=$c; break; }; done
+    cuobjdump -sass "$f" >"$OUT/sm90.sass" 2>&1
+    echo "sass: $(grep -c QGMMA "$OUT/sm90.sass") QGMMA, $(grep -c UTMALDG "$OUT/sm90.sass") UTMALDG, $(grep -c 'LDL\|STL' "$OUT/sm90.sass") local-memory ops in $(grep -m1 Function "$OUT/sm90.sass")" |
+      tee -a "$OUT/session.log" ;;
+  tune_llama)
+    timeout "${TUNE_LIMIT:-540}" $B/autotune --db /tmp/tuned.db search_spaces/llama3_8b.yaml >"$OUT/tune-llama.log" 2>&1
+    echo "tune_llama exit $?" | tee -a "$OUT/session.log"
+    grep -vE "^(compile|tune): " "$OUT/tune-llama.log" | tail -n 40 | tee -a "$OUT/session.log" ;;
   bench)
     $B/bench/bench_lookup configs sm90 2>&1 | tee -a "$OUT/session.log"
     nvcc -O3 -gencode=arch=compute_90a,code=sm_90a bench/mma_peak.cu -o /tmp/mma_peak && /tmp/mma_peak 2>&1 |

@@ -31,8 +31,12 @@
   X(FuncSetAttribute, cuFuncSetAttribute, "cuFuncSetAttribute")                                                        \
   X(FuncGetAttribute, cuFuncGetAttribute, "cuFuncGetAttribute")                                                        \
   X(LaunchKernel, cuLaunchKernel, "cuLaunchKernel")                                                                    \
+  X(LaunchKernelEx, cuLaunchKernelEx, "cuLaunchKernelEx")                                                              \
+  X(TensorMapEncodeTiled, cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")                                            \
   X(MemAlloc, cuMemAlloc, "cuMemAlloc_v2")                                                                             \
   X(MemFree, cuMemFree, "cuMemFree_v2")                                                                                \
+  X(MemAllocAsync, cuMemAllocAsync, "cuMemAllocAsync")                                                                 \
+  X(MemFreeAsync, cuMemFreeAsync, "cuMemFreeAsync")                                                                    \
   X(MemGetInfo, cuMemGetInfo, "cuMemGetInfo_v2")                                                                       \
   X(MemcpyHtoD, cuMemcpyHtoD, "cuMemcpyHtoD_v2")                                                                       \
   X(MemcpyDtoH, cuMemcpyDtoH, "cuMemcpyDtoH_v2")                                                                       \
@@ -44,6 +48,7 @@
   X(StreamSynchronize, cuStreamSynchronize, "cuStreamSynchronize")                                                     \
   X(StreamQuery, cuStreamQuery, "cuStreamQuery")                                                                       \
   X(StreamIsCapturing, cuStreamIsCapturing, "cuStreamIsCapturing")                                                     \
+  X(StreamGetId, cuStreamGetId, "cuStreamGetId")                                                                       \
   X(EventCreate, cuEventCreate, "cuEventCreate")                                                                       \
   X(EventDestroy, cuEventDestroy, "cuEventDestroy_v2")                                                                 \
   X(EventRecord, cuEventRecord, "cuEventRecord")                                                                       \

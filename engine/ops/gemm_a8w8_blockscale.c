@@ -1,7 +1,8 @@
 /* gemm_a8w8_blockscale.c: the FP8 blockscale GEMM, CPU side: shape rules, the launch geometry of
- * the `mma` template family, derived values for constraints, FLOPs and bytes.
+ * its template families (`mma`, portable; `sm90`, Hopper), derived values for constraints, FLOPs
+ * and bytes. Launch parameters (tensor maps) are the GPU side's: gemm_a8w8_blockscale_kparams.c.
  *
- * The launch rules here and the kernel in templates/gemm_a8w8_blockscale_mma.cuh must agree; the
+ * The launch rules here and the kernels in templates/gemm_a8w8_blockscale_*.cuh must agree; the
  * kernel traps when it is given less shared memory or other threads than these rules promise, so a
  * disagreement is a recorded fault, never a silent wrong answer. */
 #include <string.h>
@@ -10,10 +11,23 @@
 #include "../core/error.h"
 #include "op.h"
 
-static const char *const FAMILIES[] = {"mma", NULL};
+static const char *const FAMILIES[] = {"mma", "sm90", NULL};
 static const char *const DERIVED[] = {"threads", "smem_bytes", NULL};
-static const char *const MMA_PARAMS[] = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "WARPS_M", "WARPS_N", "STAGES", "SPLIT_K",
-                                         NULL};
+
+/* What each family's template accepts: its parameters with their ranges (the rest of its rules are
+ * static_asserts, reported as compile errors, or constraints of the space). The bounds also keep
+ * the launch arithmetic far from overflow. */
+typedef struct param_range {
+  const char *name;
+  int64_t lo, hi;
+} param_range;
+
+static const param_range MMA_PARAMS[] = {{"BLOCK_M", 16, 512}, {"BLOCK_N", 16, 512}, {"BLOCK_K", 128, 128},
+                                         {"WARPS_M", 1, 16},   {"WARPS_N", 1, 16},   {"STAGES", 2, 16},
+                                         {"SPLIT_K", 1, 64},   {NULL, 0, 0}};
+static const param_range MMA_OPTIONAL[] = {{"GROUP_M", 1, 64}, {"B_HINT", 0, 2}, {NULL, 0, 0}};
+static const param_range SM90_PARAMS[] = {{"BLOCK_M", 64, 128}, {"BLOCK_N", 16, 256}, {"STAGES", 2, 16},
+                                          {"GROUP_M", 1, 64},   {"SPLIT_K", 1, 64},   {NULL, 0, 0}};
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
@@ -22,40 +36,70 @@ static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
  * A scales of the tile's rows, and up to four B scales; padded to 128 bytes. */
 static int64_t mma_stage_bytes(int64_t bm, int64_t bn) { return align_up((bm + bn) * 128 + bm * 4 + 16, 128); }
 
+/* The sm90 family's shared memory (templates/gemm_a8w8_blockscale_sm90.cuh, at_sm90::layout):
+ * STAGES x (A + B tiles), a bf16 staging area of 64 rows x (2 BLOCK_N + 16) bytes per math
+ * warpgroup, two mbarriers per stage, flags, and 1024 bytes to align the base. */
+static int64_t sm90_smem_bytes(int64_t bm, int64_t bn, int64_t stages) {
+  return stages * (bm + bn) * 128 + (bm / 64) * 64 * (bn * 2 + 16) + 2 * stages * 8 + 16 + 1024;
+}
+
 static int has_param(const at_params *p, const char *name) {
   for (size_t i = 0; i < p->n; i++)
     if (strcmp(p->names[i], name) == 0) return 1;
   return 0;
 }
 
-/* The ranges the mma template accepts (the rest of its rules are static_asserts, reported as
- * compile errors, or constraints of the space). The bounds also keep the launch arithmetic far
- * from overflow. */
+static const param_range *find_range(const param_range *r, const char *name) {
+  for (; r->name; r++)
+    if (strcmp(r->name, name) == 0) return r;
+  return NULL;
+}
+
 static int check_param(const char *family, const char *name, int64_t v) {
-  if (strcmp(family, "mma") != 0) return AT_OK;
-  static const struct {
-    const char *name;
-    int64_t lo, hi;
-  } RANGE[] = {{"BLOCK_M", 16, 512}, {"BLOCK_N", 16, 512}, {"BLOCK_K", 128, 128}, {"WARPS_M", 1, 16},
-               {"WARPS_N", 1, 16},   {"STAGES", 2, 16},    {"GROUP_M", 1, 64},    {"SPLIT_K", 1, 64},
-               {"B_HINT", 0, 2}};
-  for (size_t i = 0; i < sizeof RANGE / sizeof RANGE[0]; i++)
-    if (strcmp(RANGE[i].name, name) == 0 && (v < RANGE[i].lo || v > RANGE[i].hi))
-      return at_fail(AT_ERR_INPUT, "%s = %lld is outside %lld..%lld for family mma", name, (long long)v,
-                     (long long)RANGE[i].lo, (long long)RANGE[i].hi);
+  const param_range *r = NULL;
+  if (strcmp(family, "mma") == 0) {
+    r = find_range(MMA_PARAMS, name);
+    if (!r) r = find_range(MMA_OPTIONAL, name);
+  } else if (strcmp(family, "sm90") == 0) {
+    r = find_range(SM90_PARAMS, name);
+  }
+  if (r && (v < r->lo || v > r->hi))
+    return at_fail(AT_ERR_INPUT, "%s = %lld is outside %lld..%lld for family %s", name, (long long)v, (long long)r->lo,
+                   (long long)r->hi, family);
+  return AT_OK;
+}
+
+static int require(const char *family, const param_range *r, const at_params *p) {
+  for (; r->name; r++) {
+    if (!has_param(p, r->name)) return at_fail(AT_ERR_INPUT, "family %s needs the parameter %s", family, r->name);
+    AT_TRY(check_param(family, r->name, at_params_get(p, r->name, 0)));
+  }
   return AT_OK;
 }
 
 static int derive(const char *family, const at_params *p, int64_t *out) {
-  if (strcmp(family, "mma") != 0) return at_fail(AT_ERR_INPUT, "unknown family '%s' (gemm_a8w8_blockscale has: mma)", family);
-  for (const char *const *n = MMA_PARAMS; *n; n++) {
-    if (!has_param(p, *n)) return at_fail(AT_ERR_INPUT, "family mma needs the parameter %s", *n);
-    AT_TRY(check_param(family, *n, at_params_get(p, *n, 0)));
-  }
   int64_t bm = at_params_get(p, "BLOCK_M", 0), bn = at_params_get(p, "BLOCK_N", 0);
-  out[0] = at_params_get(p, "WARPS_M", 0) * at_params_get(p, "WARPS_N", 0) * 32;
-  out[1] = at_params_get(p, "STAGES", 0) * mma_stage_bytes(bm, bn);
-  return AT_OK;
+  if (strcmp(family, "mma") == 0) {
+    AT_TRY(require(family, MMA_PARAMS, p));
+    out[0] = at_params_get(p, "WARPS_M", 0) * at_params_get(p, "WARPS_N", 0) * 32;
+    out[1] = at_params_get(p, "STAGES", 0) * mma_stage_bytes(bm, bn);
+    return AT_OK;
+  }
+  if (strcmp(family, "sm90") == 0) {
+    AT_TRY(require(family, SM90_PARAMS, p));
+    if (bm != 64 && bm != 128) return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M must be 64 or 128 (got %lld)", (long long)bm);
+    out[0] = 128 * (1 + bm / 64);
+    out[1] = sm90_smem_bytes(bm, bn, at_params_get(p, "STAGES", 0));
+    return AT_OK;
+  }
+  return at_fail(AT_ERR_INPUT, "unknown family '%s' (gemm_a8w8_blockscale has: mma, sm90)", family);
+}
+
+/* sm90 needs wgmma and setmaxnreg: sm_90a exactly (sm_100 has neither in this form). */
+static const char *family_unsupported(const char *family, const char *arch) {
+  if (strcmp(family, "sm90") == 0 && strcmp(arch, "sm_90a") != 0)
+    return "family sm90 needs sm_90a (wgmma, setmaxnreg, TMA)";
+  return NULL;
 }
 
 static int check_shape(const at_shape *s, int *dim) {
@@ -74,22 +118,43 @@ static int check_shape(const at_shape *s, int *dim) {
   return AT_OK;
 }
 
-static int launch(const char *family, const at_params *p, const at_shape *s, at_launch *out) {
+static int launch(const char *family, const at_params *p, const at_shape *s, int sm_count, at_launch *out) {
   int64_t derived[2];
   AT_TRY(derive(family, p, derived));
   int64_t bm = at_params_get(p, "BLOCK_M", 0), bn = at_params_get(p, "BLOCK_N", 0);
   int64_t split = at_params_get(p, "SPLIT_K", 1);
   int64_t tiles = div_up(s->m, bm) * div_up(s->n, bn);
-  if (tiles > 0x7fffffff || split > 65535) return at_fail(AT_ERR_INPUT, "grid too large for M=%lld N=%lld", (long long)s->m, (long long)s->n);
+  if (tiles * split > 0x7fffffff || split > 65535)
+    return at_fail(AT_ERR_INPUT, "grid too large for M=%lld N=%lld", (long long)s->m, (long long)s->n);
   memset(out, 0, sizeof *out);
+  if (strcmp(family, "sm90") == 0) {
+    /* Persistent: one block per SM walks the tiles x SPLIT_K units; each math warpgroup of a tile
+     * has its own split-K counter. */
+    int64_t units = tiles * split, grid = sm_count > 0 && units > sm_count ? sm_count : units;
+    out->grid[0] = (unsigned)grid;
+    out->grid[1] = out->grid[2] = 1;
+    out->block[0] = (unsigned)derived[0];
+    out->block[1] = out->block[2] = 1;
+    out->cluster = 1;
+    out->smem_bytes = (unsigned)derived[1];
+    if (split > 1) {
+      out->ws_counters = tiles * (bm / 64);
+      out->ws_partial_bytes = (size_t)(split * tiles * bm * bn * 4);
+    }
+    return AT_OK;
+  }
   out->grid[0] = (unsigned)tiles;
   out->grid[1] = 1;
   out->grid[2] = (unsigned)split;
   out->block[0] = (unsigned)derived[0];
   out->block[1] = out->block[2] = 1;
+  out->cluster = 1;
   out->smem_bytes = (unsigned)derived[1];
   /* Split-K: one arrival counter per tile, then every split's fp32 partial tile. */
-  out->workspace_bytes = split > 1 ? (size_t)(align_up(tiles * 4, 256) + split * tiles * bm * bn * 4) : 0;
+  if (split > 1) {
+    out->ws_counters = tiles;
+    out->ws_partial_bytes = (size_t)(split * tiles * bm * bn * 4);
+  }
   return AT_OK;
 }
 
@@ -110,6 +175,7 @@ const at_op at_op_gemm_a8w8_blockscale = {
     .derived = DERIVED,
     .derive = derive,
     .check_param = check_param,
+    .family_unsupported = family_unsupported,
     .check_shape = check_shape,
     .launch = launch,
     .flops = flops,

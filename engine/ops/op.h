@@ -27,9 +27,17 @@ typedef struct at_shape {
 typedef struct at_launch {
   unsigned grid[3];
   unsigned block[3];
-  unsigned smem_bytes;    /* dynamic shared memory per block */
-  size_t workspace_bytes; /* scratch the kernel needs, zeroed once before first use (split-K) */
+  unsigned cluster;        /* thread blocks per cluster along x; 1: no cluster */
+  unsigned smem_bytes;     /* dynamic shared memory per block */
+  int64_t ws_counters;     /* split-K arrival counters the launch needs; 0: no workspace */
+  size_t ws_partial_bytes; /* split-K partial tiles, after the counters */
 } at_launch;
+
+/* Bytes of a split-K workspace: `counters` zeroed counters, then the partial tiles (the layout of
+ * templates/gemm_a8w8_blockscale_args.h, which every op with a workspace shares). */
+static inline size_t at_ws_bytes(int64_t counters, size_t partial_bytes) {
+  return (size_t)(((counters * 4 + 255) / 256) * 256) + partial_bytes;
+}
 
 /* The configuration used when nothing was tuned for a shape: safe everywhere the op runs. */
 typedef struct at_builtin_config {
@@ -47,10 +55,15 @@ typedef struct at_op {
   /* Checks one value of a parameter of a family (range, kind); AT_ERR_INPUT with the reason.
    * Parameters the family does not know are accepted (they may reach the kernel only). */
   int (*check_param)(const char *family, const char *name, int64_t value);
+  /* NULL when the family can run on the compile target `arch` (e.g. "sm_90a"), else the reason
+   * (the family's variants are then skipped with it). */
+  const char *(*family_unsupported)(const char *family, const char *arch);
   /* Checks a problem shape against the op's documented rules; AT_ERR_INPUT with the reason and
    * *dim = 0, 1 or 2 for the dimension (M, N, K) at fault. */
   int (*check_shape)(const at_shape *s, int *dim);
-  int (*launch)(const char *family, const at_params *p, const at_shape *s, at_launch *out);
+  /* The launch of a candidate on a shape, on a GPU with sm_count multiprocessors (persistent
+   * kernels size their grid by it). */
+  int (*launch)(const char *family, const at_params *p, const at_shape *s, int sm_count, at_launch *out);
   double (*flops)(const at_shape *s);
   double (*min_bytes)(const at_shape *s); /* each input read once, each output written once */
 } at_op;

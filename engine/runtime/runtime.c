@@ -14,8 +14,9 @@
  *  - With a DB, a watcher thread stat()s the DB and its WAL once a second; on a change it looks
  *    every entry up again and publishes one new table, reusing the entries whose answer did not
  *    change. The launch path never does SQL, I/O, or a clock read.
- *  - Split-K workspaces belong to the runtime, one per (context, stream), and are only freed at
- *    close: a CUDA graph that captured a launch may still use an old one.
+ *  - Split-K workspaces: workspace.h (per stream outside capture, the graph's own inside it).
+ *  - A kernel's launch parameters go through the family's launch protocol, shared with the worker
+ *    (engine/ops/gemm_a8w8_blockscale_kparams.h): what is checked and timed is what is launched.
  *  - All DB, file, NVRTC and module work happens under the mutex, off the launch path's fast path. */
 #include "autotune.h"
 
@@ -35,7 +36,10 @@
 #include "../core/lookup.h"
 #include "../core/util.h"
 #include "../gpu/cuda.h"
+#include "../gpu/launch.h"
+#include "../ops/gemm_a8w8_blockscale_kparams.h"
 #include "../ops/op.h"
+#include "workspace.h"
 
 enum { MAX_DEVNAMES = 32, MAX_WARNED = 64, TABLE_GRACE_S = 60 };
 
@@ -46,6 +50,8 @@ typedef struct rt_kernel {
   at_config cfg;
   CUmodule mod;
   CUfunction fn;
+  at_a8w8_plan plan; /* the family's launch protocol */
+  int sm_count;      /* of the context's device: persistent grids are sized by it */
   char *error; /* set when it cannot be compiled or loaded: every launch fails with this */
   struct rt_kernel *next;
 } rt_kernel;
@@ -67,20 +73,6 @@ typedef struct rt_table {
   struct rt_table *older;
 } rt_table;
 
-/* A split-K workspace: one buffer per growth, never freed before close. */
-typedef struct rt_wsbuf {
-  CUdeviceptr ptr;
-  size_t bytes;
-  struct rt_wsbuf *older;
-} rt_wsbuf;
-
-typedef struct rt_ws {
-  CUcontext ctx;
-  CUstream stream;
-  _Atomic(rt_wsbuf *) cur;
-  struct rt_ws *next;
-} rt_ws;
-
 struct at_runtime {
   uint64_t serial;
   char *db_path, *configs_dir, *tag, *templates_dir, *cache_dir;
@@ -89,7 +81,7 @@ struct at_runtime {
   rt_entry **entries; /* every entry ever made, freed at close */
   size_t nentries;
   rt_kernel *kernels;
-  _Atomic(rt_ws *) workspaces; /* pushed under the mutex, read without it */
+  at_ws_pool *workspaces;
   at_store *db;
   long long db_sig[2][3]; /* mtime ns, size, inode of the DB and of its WAL */
   pthread_t watcher;
@@ -359,6 +351,7 @@ int at_runtime_open(const at_runtime_options *o, at_runtime **out) {
   pthread_mutex_init(&rt->mu, NULL);
   pthread_cond_init(&rt->stop_cv, NULL);
   atomic_init(&rt->table, new_table(0));
+  rt->workspaces = at_ws_pool_new();
   if (rt->db_path) {
     db_sigs(rt, rt->db_sig);
     if (pthread_create(&rt->watcher, NULL, watch, rt) == 0) rt->watching = 1;
@@ -395,17 +388,7 @@ void at_runtime_close(at_runtime *rt) {
     free(k);
     k = next;
   }
-  for (rt_ws *w = atomic_load(&rt->workspaces); w;) {
-    rt_ws *next = w->next;
-    for (rt_wsbuf *b = atomic_load(&w->cur); b;) {
-      rt_wsbuf *older = b->older;
-      if (at_cu) at_cu->MemFree(b->ptr);
-      free(b);
-      b = older;
-    }
-    free(w);
-    w = next;
-  }
+  at_ws_pool_free(rt->workspaces);
   for (int i = 0; i < atomic_load(&rt->ndevnames); i++) free(rt->devnames[i]);
   for (int i = 0; i < rt->nwarned; i++) free(rt->warned[i]);
   at_store_close(rt->db);
@@ -508,6 +491,7 @@ static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, co
   if (at_cu->CtxGetDevice(&dev) != CUDA_SUCCESS) return kernel_error(k, "no current CUDA device"), k;
   at_cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
   at_cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  at_cu->DeviceGetAttribute(&k->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
   char arch[16];
   at_arch_for_cc(major * 10 + minor, arch);
   char *path = at_path_join(rt->templates_dir, cfg->template_name);
@@ -534,6 +518,8 @@ static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, co
   int64_t derived[8] = {0};
   const char *names[AT_MAX_PARAMS];
   at_params p = at_config_params(cfg, names);
+  if (cr == CUDA_SUCCESS && at_a8w8_plan_of(cfg->family, &p, &k->plan) != AT_OK)
+    return kernel_error(k, "%s", at_errmsg()), k;
   if (cr == CUDA_SUCCESS && op->derive(cfg->family, &p, derived) == AT_OK) {
     at_params d = {op->derived, derived, at_op_count_derived(op)};
     int64_t smem = at_params_get(&d, "smem_bytes", 0);
@@ -541,59 +527,6 @@ static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, co
   }
   if (cr != CUDA_SUCCESS) kernel_error(k, "loading %s: %s", name_expr, at_cu_error_name(cr));
   return k;
-}
-
-/* ---- split-K workspace ------------------------------------------------------------------------ */
-
-/* Scratch of at least `bytes` for (ctx, stream), zeroed before its first use on that stream. */
-static int workspace(at_runtime *rt, CUcontext ctx, CUstream stream, size_t bytes, CUdeviceptr *out) {
-  static _Thread_local uint64_t tl_rt;
-  static _Thread_local CUcontext tl_ctx;
-  static _Thread_local CUstream tl_stream;
-  static _Thread_local rt_ws *tl_ws;
-  rt_ws *w = NULL;
-  if (tl_rt == rt->serial && tl_ctx == ctx && tl_stream == stream) w = tl_ws;
-  for (rt_ws *p = atomic_load_explicit(&rt->workspaces, memory_order_acquire); p && !w; p = p->next)
-    if (p->ctx == ctx && p->stream == stream) w = p;
-  rt_wsbuf *b = w ? atomic_load_explicit(&w->cur, memory_order_acquire) : NULL;
-  if (!b || b->bytes < bytes) {
-    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (at_cu->StreamIsCapturing(stream, &cs) == CUDA_SUCCESS && cs != CU_STREAM_CAPTURE_STATUS_NONE)
-      return rt_fail(AT_STATUS_ERROR,
-                     "at_gemm_a8w8_blockscale: this config needs %zu bytes of split-K workspace on this stream, which "
-                     "cannot be allocated during stream capture: launch the shape once before capturing",
-                     bytes);
-    pthread_mutex_lock(&rt->mu);
-    if (!w) {
-      w = at_xcalloc(1, sizeof *w);
-      w->ctx = ctx;
-      w->stream = stream;
-      w->next = atomic_load_explicit(&rt->workspaces, memory_order_relaxed);
-      atomic_store_explicit(&rt->workspaces, w, memory_order_release);
-    }
-    b = atomic_load_explicit(&w->cur, memory_order_relaxed);
-    int rc = AT_STATUS_OK;
-    if (!b || b->bytes < bytes) {
-      rt_wsbuf *nb = at_xcalloc(1, sizeof *nb);
-      nb->bytes = bytes < (1u << 20) ? (1u << 20) : bytes;
-      if (b && nb->bytes < 2 * b->bytes) nb->bytes = 2 * b->bytes;
-      if (at_cu->MemAlloc(&nb->ptr, nb->bytes) != CUDA_SUCCESS ||
-          at_cu->MemsetD8Async(nb->ptr, 0, nb->bytes, stream) != CUDA_SUCCESS) {
-        if (nb->ptr) at_cu->MemFree(nb->ptr);
-        free(nb);
-        rc = rt_fail(AT_STATUS_ERROR, "cannot allocate %zu bytes of split-K workspace", bytes);
-      } else {
-        nb->older = b; /* kept: a graph may still launch with it */
-        atomic_store_explicit(&w->cur, nb, memory_order_release);
-        b = nb;
-      }
-    }
-    pthread_mutex_unlock(&rt->mu);
-    if (rc) return rc;
-  }
-  tl_rt = rt->serial, tl_ctx = ctx, tl_stream = stream, tl_ws = w;
-  *out = b->ptr;
-  return AT_STATUS_OK;
 }
 
 /* ---- launch ----------------------------------------------------------------------------------- */
@@ -647,17 +580,22 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
     at_params p = at_config_params(&kern->cfg, names);
     at_shape shape = {m, n, k};
     tl_kern = 0;
-    if (op->launch(kern->cfg.family, &p, &shape, &tl_launch)) return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
+    if (op->launch(kern->cfg.family, &p, &shape, kern->sm_count, &tl_launch))
+      return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
     tl_kern = kern->serial, tl_m = m, tl_n = n, tl_k = k;
   }
   const at_launch L = tl_launch;
-  CUdeviceptr ws = 0;
-  if (L.workspace_bytes && (rc = workspace(rt, ctx, (CUstream)stream, L.workspace_bytes, &ws))) return rc;
+  at_ws_lease ws = {0, 0, 0};
+  if (L.ws_counters && at_ws_acquire(rt->workspaces, ctx, (CUstream)stream, L.ws_counters, L.ws_partial_bytes, &ws))
+    return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
   at_gemm_a8w8_blockscale_args args = {(uintptr_t)a, (uintptr_t)a_scale, (uintptr_t)b, (uintptr_t)b_scale, (uintptr_t)c,
-                                       ws, (int)m, (int)n, (int)k, 0};
-  void *params[] = {&args};
-  CUresult r = at_cu->LaunchKernel(kern->fn, L.grid[0], L.grid[1], L.grid[2], L.block[0], L.block[1], L.block[2],
-                                   L.smem_bytes, (CUstream)stream, params, NULL);
-  if (r != CUDA_SUCCESS) return rt_fail(AT_STATUS_ERROR, "%s: launch failed: %s", FN, at_cu_error_name(r));
-  return AT_STATUS_OK;
+                                       ws.ptr, (int)m, (int)n, (int)k, (int)ws.counters};
+  at_kparams kp;
+  if (at_a8w8_kparams(&kern->plan, &args, &kp)) rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
+  CUresult r = rc ? CUDA_SUCCESS : at_launch_kernel(kern->fn, &L, (CUstream)stream, &kp);
+  if (r != CUDA_SUCCESS) rc = rt_fail(AT_STATUS_ERROR, "%s: launch failed: %s", FN, at_cu_error_name(r));
+  /* A graph's own workspace is freed after the kernel (a free node), launched or not. */
+  if (ws.graph_owned && at_ws_release(&ws, (CUstream)stream) && !rc)
+    rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
+  return rc;
 }

@@ -1,0 +1,66 @@
+/* gemm_a8w8_blockscale_kparams.c: see gemm_a8w8_blockscale_kparams.h. */
+#include "gemm_a8w8_blockscale_kparams.h"
+
+#include <string.h>
+
+int at_a8w8_plan_of(const char *family, const at_params *p, at_a8w8_plan *out) {
+  memset(out, 0, sizeof *out);
+  if (strcmp(family, "mma") == 0) return AT_OK;
+  if (strcmp(family, "sm90") != 0) return at_fail(AT_ERR_INPUT, "unknown family '%s' (gemm_a8w8_blockscale has: mma, sm90)", family);
+  out->tma = 1;
+  out->box_m = (int)at_params_get(p, "BLOCK_M", 0);
+  out->box_n = (int)at_params_get(p, "BLOCK_N", 0);
+  if (out->box_m < 1 || out->box_m > 256 || out->box_n < 1 || out->box_n > 256)
+    return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M and BLOCK_N must be from 1 to 256 (TMA boxes)");
+  return AT_OK;
+}
+
+/* ---- tensor maps, cached per thread ----------------------------------------------------------- */
+
+typedef struct tmap_slot {
+  uint64_t ptr;
+  int rows, k, box;
+  CUtensorMap map;
+} tmap_slot;
+
+enum { TMAP_SLOTS = 16 };
+static _Thread_local tmap_slot tl_maps[TMAP_SLOTS];
+static _Thread_local unsigned tl_next;
+
+/* A row-major rows x K matrix of bytes, read in boxes of 128 bytes of K by `box` rows, 128-byte
+ * swizzled in shared memory; rows past the end read as zeros. */
+static int tensor_map(uint64_t ptr, int rows, int k, int box, CUtensorMap *out) {
+  for (unsigned i = 0; i < TMAP_SLOTS; i++) {
+    const tmap_slot *s = &tl_maps[i];
+    if (s->ptr == ptr && s->rows == rows && s->k == k && s->box == box) {
+      *out = s->map;
+      return AT_OK;
+    }
+  }
+  tmap_slot *s = &tl_maps[tl_next++ % TMAP_SLOTS];
+  const cuuint64_t dim[2] = {(cuuint64_t)k, (cuuint64_t)rows};
+  const cuuint64_t stride[1] = {(cuuint64_t)k};
+  const cuuint32_t boxdim[2] = {128, (cuuint32_t)box};
+  const cuuint32_t estride[2] = {1, 1};
+  s->ptr = 0;
+  CU_CHECK(at_cu->TensorMapEncodeTiled(&s->map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)ptr, dim, stride,
+                                       boxdim, estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  s->ptr = ptr, s->rows = rows, s->k = k, s->box = box;
+  *out = s->map;
+  return AT_OK;
+}
+
+int at_a8w8_kparams(const at_a8w8_plan *plan, const at_gemm_a8w8_blockscale_args *args, at_kparams *out) {
+  out->count = 0;
+  out->used = 0;
+  void *a = at_kparams_push(out, sizeof *args, 8);
+  memcpy(a, args, sizeof *args);
+  if (!plan->tma) return AT_OK;
+  CUtensorMap *ma = at_kparams_push(out, sizeof(CUtensorMap), 64);
+  CUtensorMap *mb = at_kparams_push(out, sizeof(CUtensorMap), 64);
+  if (!ma || !mb) return at_fail(AT_ERR_RUNTIME, "kernel parameters do not fit");
+  AT_TRY(tensor_map(args->a, args->m, args->k, plan->box_m, ma));
+  AT_TRY(tensor_map(args->b, args->n, args->k, plan->box_n, mb));
+  return AT_OK;
+}

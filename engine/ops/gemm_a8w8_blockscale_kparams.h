@@ -1,0 +1,29 @@
+/* gemm_a8w8_blockscale_kparams.h: the launch protocol of each template family of the a8w8
+ * blockscale GEMM: what a kernel of the family takes as parameters. Shared by the worker (which
+ * checks and times candidates) and the runtime library (which launches the tuned ones), so that a
+ * kernel is launched the same way in both.
+ *
+ *   mma    (args)
+ *   sm90   (args, tensor map of A, tensor map of B): TMA descriptors with 128-byte swizzle, boxes of
+ *          128 bytes of K by BLOCK_M rows of A and BLOCK_N rows of B, made with the driver's
+ *          cuTensorMapEncodeTiled and passed by value (__grid_constant__), so that a CUDA graph
+ *          that captured the launch keeps its own copy. */
+#ifndef AT_OPS_GEMM_A8W8_BLOCKSCALE_KPARAMS_H
+#define AT_OPS_GEMM_A8W8_BLOCKSCALE_KPARAMS_H
+
+#include "../../templates/gemm_a8w8_blockscale_args.h"
+#include "../gpu/launch.h"
+#include "op.h"
+
+/* What a family needs per launch, worked out once per kernel from its parameters. */
+typedef struct at_a8w8_plan {
+  int tma;          /* 1: the sm90 protocol */
+  int box_m, box_n; /* TMA box rows of A and B */
+} at_a8w8_plan;
+
+int at_a8w8_plan_of(const char *family, const at_params *p, at_a8w8_plan *out);
+
+/* The parameters of one launch. Tensor maps are cached per thread by (pointer, rows, K, box). */
+int at_a8w8_kparams(const at_a8w8_plan *plan, const at_gemm_a8w8_blockscale_args *args, at_kparams *out);
+
+#endif

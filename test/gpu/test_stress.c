@@ -1,0 +1,461 @@
+/* test_stress.c: the runtime library used the way a serving process uses it (GPU suite; exits 77
+ * where there is no GPU). One process, one at_runtime:
+ *   - THREADS threads, each with its own streams, make CALLS calls in bursts of one to three
+ *     launches without a sync in between, on shapes drawn at random from a pool (M from 1 to 4096;
+ *     the shipped (N, K), which the committed configs tune, two that no file tunes, and two whose
+ *     test-made config files split K in most buckets, one with each template family);
+ *   - each thread then captures two launches in CUDA graphs on a stream the library has never
+ *     seen, replays both graphs at once on two other streams, launches eagerly on one of them,
+ *     and replays again;
+ *   - finally, in global capture mode as PyTorch captures, a split-K shape warmed up on one stream
+ *     is captured on a new one and replayed.
+ * Every output is poisoned with NaN before every call and every element is checked against a
+ * cuBLAS FP32 reference of the same inputs. The sequence is drawn from a seed ($AT_STRESS_SEED, or
+ * the clock), which every failure message carries.
+ *
+ * Uses only the public runtime API plus the engine's input generation and cuBLAS loading, so the
+ * same file builds against older trees (to show that it catches the bugs they had). */
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../engine/runtime/autotune.h"
+#include "../unit/check.h"
+#include "core/util.h"
+#include "gpu/blas.h"
+#include "gpu/gpuctx.h"
+
+enum { THREADS = 4, CALLS = 64, BUFS = 3, MAX_PROBLEMS = 18 };
+
+/* The bound every output element must meet (docs/timing.md): atol + rtol |ref| + gamma (|A||B|). */
+static const double ATOL = 1e-2, RTOL = 1e-2, GAMMA = 1.0 / 512;
+
+typedef struct problem {
+  int64_t m, n, k;
+  CUdeviceptr a, as, b, bs;
+  float *ref, *absref; /* host: C of the dequantized inputs, and of their absolute values */
+  int split;           /* the config the library picks splits K */
+} problem;
+
+static at_gpu G;
+static at_runtime *RT;
+static unsigned long long SEED;
+static problem P[MAX_PROBLEMS];
+static int NP;
+static CUfunction f_gen_a, f_gen_b, f_dequant;
+static const at_blas_api *BLAS;
+static cublasHandle_t H;
+static pthread_mutex_t report_mu = PTHREAD_MUTEX_INITIALIZER;
+static int calls_split, calls_total, calls_untuned;
+
+static void fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  pthread_mutex_lock(&report_mu);
+  fprintf(stderr, "FAIL (seed %llu, rerun with AT_STRESS_SEED=%llu): ", SEED, SEED);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  check_failures++;
+  pthread_mutex_unlock(&report_mu);
+  va_end(ap);
+}
+
+#define CUX(expr)                                                                                                      \
+  do {                                                                                                                 \
+    CUresult r_ = (expr);                                                                                              \
+    if (r_ != CUDA_SUCCESS) {                                                                                          \
+      fail("%s:%d: %s: %s", __FILE__, __LINE__, #expr, at_cu_error_name(r_));                                          \
+      exit(1);                                                                                                         \
+    }                                                                                                                  \
+  } while (0)
+
+static uint64_t next_rand(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* ---- inputs and references ------------------------------------------------------------------- */
+
+static void sgemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int m, int n, int k) {
+  const float one = 1.0f, zero = 0.0f;
+  if (BLAS->SetStream(H, (cudaStream_t)G.stream) != CUBLAS_STATUS_SUCCESS ||
+      BLAS->Sgemm(H, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, (const float *)b, k, (const float *)a, k, &zero,
+                  (float *)c, n) != CUBLAS_STATUS_SUCCESS) {
+    fail("cuBLAS SGEMM failed");
+    exit(1);
+  }
+}
+
+static void dequantize(CUdeviceptr q, CUdeviceptr scale, CUdeviceptr out, int rows, int k, int row_block) {
+  void *args[] = {&q, &scale, &out, &rows, &k, &row_block};
+  CUX(at_cu->LaunchKernel(f_dequant, (unsigned)G.info.sm_count * 8, 1, 1, 256, 1, 1, 0, G.stream, args, NULL));
+}
+
+static float *to_host_f32(CUdeviceptr p, size_t count) {
+  float *h = at_xmalloc(count * sizeof *h);
+  CUX(at_cu->StreamSynchronize(G.stream));
+  CUX(at_cu->MemcpyDtoH(h, p, count * sizeof *h));
+  return h;
+}
+
+static void make_problem(problem *p, int64_t m, int64_t n, int64_t k, uint64_t seed) {
+  *p = (problem){m, n, k, 0, 0, 0, 0, NULL, NULL, 0};
+  int M = (int)m, N = (int)n, K = (int)k, G_ = K / 128, NB = (N + 127) / 128;
+  CUX(at_cu->MemAlloc(&p->a, (size_t)M * K));
+  CUX(at_cu->MemAlloc(&p->as, (size_t)M * G_ * 4));
+  CUX(at_cu->MemAlloc(&p->b, (size_t)N * K));
+  CUX(at_cu->MemAlloc(&p->bs, (size_t)NB * G_ * 4));
+  unsigned long long sa = seed ^ 0x1111, sb = seed ^ 0x2222;
+  void *ga[] = {&p->a, &p->as, &M, &K, &sa};
+  CUX(at_cu->LaunchKernel(f_gen_a, (unsigned)(((int64_t)M * G_ * 32 + 255) / 256), 1, 1, 256, 1, 1, 0, G.stream, ga, NULL));
+  void *gb[] = {&p->b, &p->bs, &N, &K, &sb};
+  CUX(at_cu->LaunchKernel(f_gen_b, (unsigned)(NB * G_), 1, 1, 256, 1, 1, 0, G.stream, gb, NULL));
+  CUdeviceptr af, bf, c;
+  CUX(at_cu->MemAlloc(&af, (size_t)M * K * 4));
+  CUX(at_cu->MemAlloc(&bf, (size_t)N * K * 4));
+  CUX(at_cu->MemAlloc(&c, (size_t)M * N * 4));
+  dequantize(p->a, p->as, af, M, K, 1);
+  dequantize(p->b, p->bs, bf, N, K, 128);
+  sgemm(af, bf, c, M, N, K);
+  p->ref = to_host_f32(c, (size_t)M * N);
+  /* |A| |B|: the same GEMM on the absolute values, made on the host. */
+  float *ha = to_host_f32(af, (size_t)M * K), *hb = to_host_f32(bf, (size_t)N * K);
+  for (size_t i = 0; i < (size_t)M * K; i++) ha[i] = fabsf(ha[i]);
+  for (size_t i = 0; i < (size_t)N * K; i++) hb[i] = fabsf(hb[i]);
+  CUX(at_cu->MemcpyHtoD(af, ha, (size_t)M * K * 4));
+  CUX(at_cu->MemcpyHtoD(bf, hb, (size_t)N * K * 4));
+  sgemm(af, bf, c, M, N, K);
+  p->absref = to_host_f32(c, (size_t)M * N);
+  free(ha), free(hb);
+  at_cu->MemFree(af), at_cu->MemFree(bf), at_cu->MemFree(c);
+  at_selection sel;
+  if (at_runtime_select(RT, "gemm_a8w8_blockscale", m, n, k, NULL, &sel) != AT_STATUS_OK) {
+    fail("at_runtime_select %lldx%lldx%lld: %s", (long long)m, (long long)n, (long long)k, at_runtime_last_error());
+    exit(1);
+  }
+  p->split = strstr(sel.params, "\"SPLIT_K\":1,") == NULL && strstr(sel.params, "\"SPLIT_K\":1}") == NULL &&
+             strstr(sel.params, "SPLIT_K") != NULL;
+}
+
+/* Every element of a bf16 output against the reference. */
+static void check_output(const problem *p, CUdeviceptr out, unsigned short *host, const char *what, int call) {
+  size_t count = (size_t)(p->m * p->n);
+  CUX(at_cu->MemcpyDtoH(host, out, count * 2));
+  size_t bad = 0, first = 0, nan = 0;
+  double worst = 0;
+  for (size_t i = 0; i < count; i++) {
+    uint32_t bits = (uint32_t)host[i] << 16;
+    float o;
+    memcpy(&o, &bits, 4);
+    double err = fabs((double)o - p->ref[i]);
+    double bound = ATOL + RTOL * fabs(p->ref[i]) + GAMMA * p->absref[i];
+    if (!(err <= bound)) {
+      if (!bad) first = i;
+      bad++;
+      if (isnan(o)) nan++;
+      else if (err / bound > worst) worst = err / bound;
+    }
+  }
+  if (bad)
+    fail("%s call %d, M=%lld N=%lld K=%lld%s: %zu of %zu elements wrong (%zu never written, NaN), first at row %zu col "
+         "%zu, worst finite error %.3g x the bound",
+         what, call, (long long)p->m, (long long)p->n, (long long)p->k, p->split ? " (split-K)" : "", bad, count, nan,
+         first / (size_t)p->n, first % (size_t)p->n, worst);
+}
+
+static int gemm(const problem *p, CUdeviceptr out, CUstream s, const char *what, int call) {
+  CUX(at_cu->MemsetD16Async(out, 0x7fc0, (size_t)(p->m * p->n), s)); /* NaN: unwritten stays NaN */
+  int rc = at_gemm_a8w8_blockscale(RT, (void *)(uintptr_t)p->a, (const float *)(uintptr_t)p->as,
+                                   (void *)(uintptr_t)p->b, (const float *)(uintptr_t)p->bs, (void *)(uintptr_t)out,
+                                   p->m, p->n, p->k, s);
+  if (rc != AT_STATUS_OK)
+    fail("%s call %d, M=%lld N=%lld K=%lld: status %d: %s", what, call, (long long)p->m, (long long)p->n,
+         (long long)p->k, rc, at_runtime_last_error());
+  return rc;
+}
+
+/* ---- the threads ------------------------------------------------------------------------------ */
+
+typedef struct worker {
+  int id;
+  uint64_t rng;
+  CUstream s[2];
+  CUdeviceptr out[BUFS];
+  unsigned short *host;
+} worker;
+
+static size_t max_out_elems(void) {
+  size_t mx = 0;
+  for (int i = 0; i < NP; i++)
+    if ((size_t)(P[i].m * P[i].n) > mx) mx = (size_t)(P[i].m * P[i].n);
+  return mx;
+}
+
+static const problem *pick(worker *w, int want_split) {
+  for (int tries = 0; tries < 64; tries++) {
+    const problem *p = &P[next_rand(&w->rng) % (uint64_t)NP];
+    if (!want_split || p->split) return p;
+  }
+  return &P[0];
+}
+
+/* Bursts of one to three launches on one stream, then a check of each. */
+static void eager_calls(worker *w) {
+  for (int call = 0; call < CALLS;) {
+    CUstream s = w->s[next_rand(&w->rng) & 1];
+    int burst = 1 + (int)(next_rand(&w->rng) % BUFS);
+    const problem *q[BUFS];
+    int ok[BUFS];
+    for (int j = 0; j < burst; j++) {
+      q[j] = pick(w, 0);
+      ok[j] = gemm(q[j], w->out[j], s, "eager", call + j) == AT_STATUS_OK;
+    }
+    CUX(at_cu->StreamSynchronize(s));
+    for (int j = 0; j < burst; j++) {
+      if (ok[j]) check_output(q[j], w->out[j], w->host, "eager", call + j);
+      pthread_mutex_lock(&report_mu);
+      calls_total++, calls_split += q[j]->split, calls_untuned += q[j]->n == 1536 || q[j]->n == 512;
+      pthread_mutex_unlock(&report_mu);
+    }
+    call += burst;
+  }
+}
+
+static CUgraphExec capture(const problem *p, CUdeviceptr out, CUstream s, CUstreamCaptureMode mode, const char *what) {
+  CUgraph graph;
+  CUgraphExec exec;
+  CUX(at_cu->StreamBeginCapture(s, mode));
+  gemm(p, out, s, what, 0);
+  CUresult r = at_cu->StreamEndCapture(s, &graph);
+  if (r != CUDA_SUCCESS) {
+    fail("%s: capture of M=%lld N=%lld K=%lld failed: %s", what, (long long)p->m, (long long)p->n, (long long)p->k,
+         at_cu_error_name(r));
+    return NULL;
+  }
+  CUX(at_cu->GraphInstantiate(&exec, graph, 0));
+  CUX(at_cu->GraphDestroy(graph));
+  return exec;
+}
+
+/* Two graphs captured on one new stream, replayed at once on two others; an eager launch on one of
+ * them in between; replayed again. */
+static void graph_calls(worker *w) {
+  CUstream cs;
+  CUX(at_cu->StreamCreate(&cs, CU_STREAM_NON_BLOCKING));
+  const problem *p1 = pick(w, 1), *p2 = pick(w, 1), *p3 = pick(w, 0);
+  /* Warmed up on another stream first, as frameworks do before they capture. */
+  const problem *warm[2] = {p1, p2};
+  for (int i = 0; i < 2; i++)
+    if (gemm(warm[i], w->out[i], w->s[1], "warm-up before capture", i) == AT_STATUS_OK) {
+      CUX(at_cu->StreamSynchronize(w->s[1]));
+      check_output(warm[i], w->out[i], w->host, "warm-up before capture", i);
+    }
+  CUgraphExec g1 = capture(p1, w->out[0], cs, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, "graph 1");
+  CUgraphExec g2 = capture(p2, w->out[1], cs, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, "graph 2");
+  if (g1 && g2) {
+    for (int round = 0; round < 2; round++) {
+      CUX(at_cu->GraphLaunch(g1, w->s[0]));
+      CUX(at_cu->GraphLaunch(g2, w->s[1]));
+      if (round == 0) gemm(p3, w->out[2], w->s[0], "eager between replays", 0);
+      CUX(at_cu->StreamSynchronize(w->s[0]));
+      CUX(at_cu->StreamSynchronize(w->s[1]));
+      check_output(p1, w->out[0], w->host, "graph 1 replay", round);
+      check_output(p2, w->out[1], w->host, "graph 2 replay", round);
+      if (round == 0) check_output(p3, w->out[2], w->host, "eager between replays", 0);
+    }
+  }
+  if (g1) at_cu->GraphExecDestroy(g1);
+  if (g2) at_cu->GraphExecDestroy(g2);
+  CUX(at_cu->StreamDestroy(cs));
+}
+
+static void *thread_main(void *arg) {
+  worker *w = arg;
+  CUX(at_cu->CtxSetCurrent(G.ctx));
+  eager_calls(w);
+  graph_calls(w);
+  return NULL;
+}
+
+/* ---- main ------------------------------------------------------------------------------------- */
+
+/* Config files that split K in most buckets, so that split-K launches with many tiles (M = 4096:
+ * 2,048 tiles) follow launches with few on one stream: (N, K) = (2048, 2048) with the mma family,
+ * and on sm_90 GPUs (2560, 4096) with the sm90 family. */
+static const char *const BUCKETS[] = {"small", "medium_M32", "medium_M64", "medium_M128", "large", "xlarge", "any"};
+
+static void write_configs(const char *dir, int n, int k, const char *const entries[7]) {
+  char *path = at_xasprintf("%s/sm90-GEMM-A8W8_BLOCKSCALE-N=%d-K=%d.json", dir, n, k);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fail("cannot write %s", path);
+    exit(1);
+  }
+  fprintf(f, "{\"format\": \"autotune-configs/1\", \"op\": \"gemm_a8w8_blockscale\", \"tag\": \"A8W8_BLOCKSCALE\", "
+             "\"device\": \"sm90\", \"device_name\": \"test\", \"arch\": \"sm_90a\", \"N\": %d, \"K\": %d, \"buckets\": {", n, k);
+  for (int i = 0; i < 7; i++) fprintf(f, "%s\"%s\": {%s, \"tuned_M\": [1], \"time_us\": [1.0]}", i ? ", " : "", BUCKETS[i], entries[i]);
+  fprintf(f, "}}\n");
+  fclose(f);
+  free(path);
+}
+
+#define MMA_ENTRY(bm, split)                                                                                           \
+  "\"variant\": \"mma\", \"family\": \"mma\", \"template\": \"gemm_a8w8_blockscale_mma.cuh\", \"entry\": "                   \
+  "\"gemm_a8w8_blockscale_mma<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES, GROUP_M, SPLIT_K, B_HINT>\", "      \
+  "\"params\": {\"BLOCK_K\":128,\"BLOCK_M\":" #bm ",\"BLOCK_N\":64,\"B_HINT\":0,\"GROUP_M\":1,\"SPLIT_K\":" #split        \
+  ",\"STAGES\":3,\"WARPS_M\":1,\"WARPS_N\":2}"
+#define SM90_ENTRY(bm, bn, split)                                                                                      \
+  "\"variant\": \"sm90\", \"family\": \"sm90\", \"template\": \"gemm_a8w8_blockscale_sm90.cuh\", \"entry\": "                \
+  "\"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K>\", \"params\": {\"BLOCK_M\":" #bm              \
+  ",\"BLOCK_N\":" #bn ",\"GROUP_M\":8,\"SPLIT_K\":" #split ",\"STAGES\":4}"
+
+static void write_split_configs(const char *dir) {
+  static const char *const MMA[7] = {MMA_ENTRY(16, 8), MMA_ENTRY(32, 4), MMA_ENTRY(64, 2), MMA_ENTRY(64, 4),
+                                     MMA_ENTRY(64, 2), MMA_ENTRY(64, 2), MMA_ENTRY(64, 4)};
+  static const char *const SM90[7] = {SM90_ENTRY(64, 64, 4),   SM90_ENTRY(64, 128, 2),  SM90_ENTRY(64, 112, 8),
+                                      SM90_ENTRY(128, 128, 2), SM90_ENTRY(128, 160, 1), SM90_ENTRY(128, 128, 2),
+                                      SM90_ENTRY(128, 144, 1)};
+  write_configs(dir, 2048, 2048, MMA);
+  if (G.info.cc == 90) write_configs(dir, 2560, 4096, SM90);
+}
+
+static void copy_configs(const char *from, const char *to) {
+  char *cmd = at_xasprintf("mkdir -p '%s' && cp '%s'/*.json '%s'/", to, from, to);
+  if (system(cmd) != 0) {
+    fail("cannot copy configs: %s", cmd);
+    exit(1);
+  }
+  free(cmd);
+}
+
+static void global_capture(void) {
+  const problem *p = NULL;
+  for (int i = 0; i < NP && !p; i++)
+    if (P[i].split) p = &P[i];
+  if (!p) return fail("no split-K problem in the pool");
+  CUstream warm, fresh;
+  CUdeviceptr out;
+  unsigned short *host = at_xmalloc((size_t)(p->m * p->n) * 2);
+  CUX(at_cu->StreamCreate(&warm, CU_STREAM_NON_BLOCKING));
+  CUX(at_cu->StreamCreate(&fresh, CU_STREAM_NON_BLOCKING));
+  CUX(at_cu->MemAlloc(&out, (size_t)(p->m * p->n) * 2));
+  gemm(p, out, warm, "global-mode warm-up", 0);
+  CUX(at_cu->StreamSynchronize(warm));
+  check_output(p, out, host, "global-mode warm-up", 0);
+  CUgraphExec g = capture(p, out, fresh, CU_STREAM_CAPTURE_MODE_GLOBAL, "global-mode capture");
+  for (int round = 0; g && round < 3; round++) {
+    CUX(at_cu->GraphLaunch(g, round == 1 ? warm : fresh));
+    CUX(at_cu->StreamSynchronize(round == 1 ? warm : fresh));
+    check_output(p, out, host, "global-mode replay", round);
+  }
+  if (g) at_cu->GraphExecDestroy(g);
+  at_cu->MemFree(out);
+  at_cu->StreamDestroy(warm), at_cu->StreamDestroy(fresh);
+  free(host);
+}
+
+int main(void) {
+  if (at_gpu_open(0, &G) != AT_OK) check_skip(at_errmsg());
+  const char *env_seed = getenv("AT_STRESS_SEED");
+  SEED = env_seed && *env_seed ? strtoull(env_seed, NULL, 10) : (unsigned long long)time(NULL);
+  fprintf(stderr, "stress: seed %llu (AT_STRESS_SEED=%llu reruns this sequence)\n", SEED, SEED);
+
+  CUmodule mod;
+  if (at_gpu_support_module(&G, "gemm_a8w8_blockscale_support.cu", &mod) || at_blas_load(&BLAS)) {
+    fail("setup: %s", at_errmsg());
+    return 1;
+  }
+  CUX(at_cu->ModuleGetFunction(&f_gen_a, mod, "at_gen_activations"));
+  CUX(at_cu->ModuleGetFunction(&f_gen_b, mod, "at_gen_weights"));
+  CUX(at_cu->ModuleGetFunction(&f_dequant, mod, "at_dequantize"));
+  if (BLAS->Create(&H) != CUBLAS_STATUS_SUCCESS || BLAS->SetMathMode(H, CUBLAS_PEDANTIC_MATH) != CUBLAS_STATUS_SUCCESS) {
+    fail("cuBLAS handle");
+    return 1;
+  }
+
+  char *dir = at_path_join(getenv("AT_TEST_TMP") ? getenv("AT_TEST_TMP") : "/tmp", "stress-configs");
+  char *src = at_path_join(getenv("AT_TEST_SOURCE_ROOT") ? getenv("AT_TEST_SOURCE_ROOT") : ".", "configs");
+  copy_configs(src, dir);
+  write_split_configs(dir);
+  at_runtime_options o = {0};
+  o.configs_dir = dir;
+  o.tag = "A8W8_BLOCKSCALE";
+  if (at_runtime_open(&o, &RT) != AT_STATUS_OK) {
+    fail("at_runtime_open: %s", at_runtime_last_error());
+    return 1;
+  }
+
+  /* The pool: tuned (N, K), untuned ones, and the split-everywhere file; at most three M >= 2048. */
+  static const int64_t NK[][2] = {{1024, 1024}, {4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072},
+                                  {2048, 2048}, {1536, 1536}, {2048, 2048}, {512, 4096}, {2560, 4096}};
+  static const int64_t MS[] = {1, 5, 16, 32, 48, 64, 100, 128, 200, 256, 384, 512, 1000, 2048, 4096};
+  uint64_t rng = SEED;
+  int big = 0;
+  /* The problems that reproduce the reported failure come first: 256x1024x2048, 64x1024x3072,
+   * 256x1024x3072 in that order on one stream. */
+  static const int64_t FIXED[][3] = {{256, 1024, 2048}, {64, 1024, 3072}, {256, 1024, 3072}, {4096, 2048, 2048}};
+  for (int i = 0; i < 4; i++, NP++) make_problem(&P[NP], FIXED[i][0], FIXED[i][1], FIXED[i][2], next_rand(&rng));
+  big = 1;
+  while (NP < MAX_PROBLEMS) {
+    int64_t m = MS[next_rand(&rng) % (sizeof MS / sizeof MS[0])];
+    const int64_t *nk = NK[next_rand(&rng) % (sizeof NK / sizeof NK[0])];
+    if (nk[0] == 2560 && G.info.cc != 90) continue; /* the sm90 file is written for sm_90 GPUs only */
+    if (m >= 2048 && big >= 3) continue;
+    big += m >= 2048;
+    make_problem(&P[NP++], m, nk[0], nk[1], next_rand(&rng));
+  }
+
+  /* The reported sequence, on the default stream, in order. */
+  {
+    CUdeviceptr out;
+    unsigned short *host = at_xmalloc(4096 * 2048 * 2);
+    CUX(at_cu->MemAlloc(&out, 4096 * 2048 * 2));
+    for (int i = 0; i < 4; i++) {
+      if (gemm(&P[i], out, NULL, "reported sequence", i) == AT_STATUS_OK) {
+        CUX(at_cu->StreamSynchronize(NULL));
+        check_output(&P[i], out, host, "reported sequence", i);
+      }
+    }
+    at_cu->MemFree(out);
+    free(host);
+  }
+
+  worker w[THREADS];
+  pthread_t t[THREADS];
+  size_t mx = max_out_elems();
+  for (int i = 0; i < THREADS; i++) {
+    w[i] = (worker){i, SEED * 7919 + (uint64_t)i, {0, 0}, {0}, NULL};
+    CUX(at_cu->StreamCreate(&w[i].s[0], CU_STREAM_NON_BLOCKING));
+    CUX(at_cu->StreamCreate(&w[i].s[1], CU_STREAM_NON_BLOCKING));
+    for (int j = 0; j < BUFS; j++) CUX(at_cu->MemAlloc(&w[i].out[j], mx * 2));
+    w[i].host = at_xmalloc(mx * 2);
+  }
+  for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, thread_main, &w[i]);
+  for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+  global_capture();
+
+  fprintf(stderr, "stress: %d eager calls (%d split-K, %d on untuned (N, K)) in %d threads, %d graphs, %d problems\n",
+          calls_total, calls_split, calls_untuned, THREADS, 2 * THREADS + 1, NP);
+  /* The test must have tested what it is for. */
+  CHECK(calls_total >= 200);
+  CHECK(calls_split >= calls_total / 5);
+  CHECK(calls_untuned > 0);
+  for (int i = 0; i < THREADS; i++) {
+    for (int j = 0; j < BUFS; j++) at_cu->MemFree(w[i].out[j]);
+    at_cu->StreamDestroy(w[i].s[0]), at_cu->StreamDestroy(w[i].s[1]);
+    free(w[i].host);
+  }
+  at_runtime_close(RT);
+  for (int i = 0; i < NP; i++) {
+    at_cu->MemFree(P[i].a), at_cu->MemFree(P[i].as), at_cu->MemFree(P[i].b), at_cu->MemFree(P[i].bs);
+    free(P[i].ref), free(P[i].absref);
+  }
+  free(dir), free(src);
+  return check_summary();
+}
