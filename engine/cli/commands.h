@@ -9,5 +9,6 @@ int cmd_devices(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@ static const command COMMANDS[] = {
     {"devices", cmd_devices, "list the GPUs autotune can see"},
     {"export", cmd_export, "write the tuned configs as JSON files, bucketed by M"},
     {"query", cmd_query, "show the config chosen for a problem, and where it came from"},
+    {"compare", cmd_compare, "time the tuned kernels, through the runtime library, against cuBLASLt"},
     {"worker", cmd_worker, NULL},
 };
 

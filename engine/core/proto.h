@@ -25,6 +25,9 @@ enum {
   AT_MSG_RETIME,       /* uint32 count, then count x {at_eval_req, uint64 cubin size, cubin} */
   AT_MSG_RETIME_REPLY, /* uint32 count, then count x at_eval_reply: the leaders timed side by side */
   AT_MSG_QUIT,
+  AT_MSG_COMPARE,       /* at_compare_req: one shape through each provider -> STEP frames, COMPARE_REPLY */
+  AT_MSG_COMPARE_STEP,  /* at_compare_step: what the compare worker starts now, so a death has a place */
+  AT_MSG_COMPARE_REPLY, /* at_compare_reply */
 };
 
 /* Reads and writes whole frames. recv waits at most timeout_s (< 0: forever); returns AT_OK,
@@ -90,5 +93,47 @@ typedef struct at_eval_reply {
   int64_t bad_count, first_bad;
   char message[512];
 } at_eval_reply;
+
+/* ---- autotune compare (cli/cmd_compare.c, gpu/compare.c) ----------------------------------------
+ * The compare worker (`autotune worker --gpu N --compare`) answers PEAK like a tuning worker, and
+ * COMPARE: per shape, inputs and reference as for tuning, then each provider checked (poisoned,
+ * twice) and the passing ones timed round-robin on the same input sets. Before each step it sends a
+ * STEP frame; the reply ends the request. */
+enum { AT_CMP_AUTOTUNE, AT_CMP_CUBLASLT, AT_CMP_NPROVIDERS };
+
+typedef struct at_compare_req {
+  at_shape_req shape;          /* op, M N K, seed, l2_multiple, warmup, samples, the check's bound */
+  int use[AT_CMP_NPROVIDERS];  /* the providers to run */
+  char db_path[4096];          /* the runtime library's DB, "" for none */
+  char configs_dir[4096];      /* its exported configs, "" for none */
+  char tag[64];                /* its tag filter, "" for any */
+} at_compare_req;
+
+typedef struct at_compare_step {
+  int provider;  /* AT_CMP_*, or -1 for the shape's inputs and reference */
+  char what[32]; /* setup, select, prepare, check, capture, timing */
+} at_compare_step;
+
+typedef struct at_compare_result {
+  char status[16]; /* ok (checked, timed), wrong (failed the check), none (no answer for the shape),
+                      error (a failure that left the GPU usable), fault (the context died) */
+  char message[512];
+  double check_ratio, max_abs_err; /* -1 when not checked */
+  int64_t bad_count, first_bad;
+  double time_us, time_min_us, time_max_us;
+  int samples;
+} at_compare_result;
+
+typedef struct at_compare_reply {
+  int ok;       /* the inputs and reference were made; else message says why */
+  int sticky;   /* the GPU context died: the worker exits after this reply */
+  int sets;     /* input sets rotated through */
+  char message[512];
+  char vendor_name[64];
+  /* what the runtime library chose for the shape (at_runtime_select) */
+  char source[16], bucket[16], variant[64];
+  char kernel[512], path[1024], params[1024];
+  at_compare_result r[AT_CMP_NPROVIDERS];
+} at_compare_reply;
 
 #endif

@@ -99,10 +99,12 @@ void at_worker_stop(at_worker *w) {
   reap(w, 1);
 }
 
-int at_worker_start(int gpu, at_worker *w) {
+int at_worker_start(int gpu, at_worker *w) { return at_worker_start_mode(gpu, NULL, w); }
+
+int at_worker_start_mode(int gpu, const char *mode, at_worker *w) {
   char gpu_s[16];
   snprintf(gpu_s, sizeof gpu_s, "%d", gpu);
-  const char *args[] = {"autotune", "worker", "--gpu", gpu_s, NULL};
+  const char *args[] = {"autotune", "worker", "--gpu", gpu_s, mode, NULL};
   AT_TRY(spawn(args, w));
   w->gpu = gpu;
   uint32_t type;

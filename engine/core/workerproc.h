@@ -23,6 +23,8 @@ typedef struct at_worker {
 
 /* Starts `autotune worker --gpu N` and waits for its hello. */
 int at_worker_start(int gpu, at_worker *w);
+/* The same with one more argument, a worker of another kind: "--compare" (cli/cmd_compare.c). */
+int at_worker_start_mode(int gpu, const char *mode, at_worker *w);
 
 /* One request and its reply. Returns AT_OK (reply in *reply, type checked against want), or
  * AT_PROTO_TIMEOUT (the worker overran and was killed) or AT_PROTO_EOF (the worker died; it is

@@ -9,6 +9,8 @@
  *   resume   a tuning run killed with SIGKILL on the GPU, and then one stopped with SIGTERM,
  *            resume to the same results, leave no worker behind, and the DB passes
  *            integrity_check
+ *   sm90     the sm90 (Hopper) family on edge shapes: M = 1, 63, 65, 4097, N tails, K = 128, split-K
+ *   sm90_random  a random sample of sm90 candidates on random shapes (seed printed, AT_RANDOM_SEED)
  *   multi    with two GPUs or more (skipped otherwise): the edge space tuned on every GPU at once
  *            completes with every result checked, and the same winners' counts as on one GPU */
 #include <dirent.h>
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../unit/check.h"
@@ -94,6 +97,80 @@ static void edge(void) {
   CHECK_EQ_INT(q(db, "SELECT count(*) FROM winners"), 4);
   CHECK_EQ_INT(q(db, "SELECT count(*) FROM baselines WHERE name='cublas_fp32_reference' AND time_us > 0"), 4);
   free(db);
+}
+
+/* The GPU's compile target, from `autotune devices` ("sm_90a", ...). */
+static void gpu_arch(char out[16]) {
+  char *path = at_path_join(TMP, "devices.txt");
+  char *argv[] = {(char *)EXE, "devices", NULL};
+  proc_run(argv, path, 120);
+  char *text = slurp(path);
+  const char *p = strstr(text, ", sm_");
+  snprintf(out, 16, "%s", p ? p + 2 : "?");
+  char *comma = strchr(out, ' ');
+  if (comma) *comma = 0;
+  free(text), free(path);
+}
+
+/* The sm90 family on its edge shapes: every candidate passes every shape. */
+static void sm90(void) {
+  char arch[16];
+  gpu_arch(arch);
+  if (strcmp(arch, "sm_90a") != 0) check_skip("the sm90 family needs an sm_90 GPU");
+  char *db = at_path_join(TMP, "sm90.db");
+  CHECK_EQ_INT(tune("spaces/sm90_edge.yaml", db, 900), 0);
+  int64_t cands = q(db, "SELECT count(*) FROM candidates WHERE status='ok'");
+  CHECK(cands >= 16);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM problems"), 4);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), cands * 4);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM winners"), 4);
+  free(db);
+}
+
+/* A random sample of the family's candidates on random shapes (the seed is printed). */
+static void sm90_random(void) {
+  char arch[16];
+  gpu_arch(arch);
+  if (strcmp(arch, "sm_90a") != 0) check_skip("the sm90 family needs an sm_90 GPU");
+  const char *env = getenv("AT_RANDOM_SEED");
+  uint64_t seed = env && *env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL), r = seed;
+  fprintf(stderr, "sm90_random: seed %llu (AT_RANDOM_SEED reruns it)\n", (unsigned long long)seed);
+  static const int BN[] = {64, 96, 112, 128, 144, 160};
+  char *path = at_path_join(TMP, "sm90_random.yaml");
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  if (!f) return;
+  fprintf(f, "op: gemm_a8w8_blockscale\ntag: SM90_RANDOM\ncheck: {atol: 1e-2, rtol: 1e-2, gamma: 0.001953125}\n"
+             "variants:\n");
+  for (int v = 0; v < 6; v++) {
+    r = r * 6364136223846793005ull + 1442695040888963407ull;
+    int bm = (r >> 33) & 1 ? 128 : 64, bn = BN[(r >> 40) % 6], stages = 2 + (int)((r >> 50) % 4);
+    int split = 1 + (int)((r >> 20) % 4), group = (r >> 10) & 1 ? 8 : 1;
+    fprintf(f,
+            "  - name: s%d\n    family: sm90\n    template: %s/templates/gemm_a8w8_blockscale_sm90.cuh\n"
+            "    entry: \"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K>\"\n"
+            "    params: {BLOCK_M: %d, BLOCK_N: %d, STAGES: %d, GROUP_M: %d, SPLIT_K: %d}\n",
+            v, getenv("AT_TEST_SOURCE_ROOT"), bm, bn, stages, group, split);
+  }
+  fprintf(f, "shapes:\n");
+  for (int i = 0; i < 3; i++) {
+    r = r * 6364136223846793005ull + 1442695040888963407ull;
+    int m = 1 + (int)((r >> 33) % 3000), n = 8 * (1 + (int)((r >> 45) % 768)), k = 128 * (1 + (int)((r >> 20) % 40));
+    fprintf(f, "  - {N: %d, K: %d, M: [%d]}\n", n, k, m);
+  }
+  fprintf(f, "timing: {samples: 3, retime_top: 2}\n");
+  fclose(f);
+  char *db = at_path_join(TMP, "sm90_random.db");
+  char *argv[] = {(char *)EXE, "--db", db, path, NULL};
+  char *out = at_path_join(TMP, "sm90_random.txt");
+  int rc = proc_run(argv, out, 900);
+  char *text = slurp(out);
+  fprintf(stderr, "---- autotune sm90_random.yaml (exit %d, seed %llu)\n%s----\n", rc, (unsigned long long)seed, text);
+  CHECK_EQ_INT(rc, 0);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
+  CHECK(q(db, "SELECT count(*) FROM results WHERE status = 'ok'") >= 6);
+  free(text), free(out), free(db), free(path);
 }
 
 static int64_t status_of(const char *db, const char *variant, int64_t m) {
@@ -206,6 +283,8 @@ int main(int argc, char **argv) {
   else if (strcmp(argv[2], "planted") == 0) planted();
   else if (strcmp(argv[2], "resume") == 0) resume();
   else if (strcmp(argv[2], "multi") == 0) multi();
+  else if (strcmp(argv[2], "sm90") == 0) sm90();
+  else if (strcmp(argv[2], "sm90_random") == 0) sm90_random();
   else return 2;
   free(cache);
   return check_summary();

@@ -1,0 +1,339 @@
+/* compare.c: see compare.h.
+ *
+ * Status of a provider on a shape: `none` when it has no answer up front (the runtime finds no
+ * config, cuBLASLt cannot run the shape), `wrong` when its output fails the check (it is then not
+ * timed), `error` for a failure that leaves the GPU usable (a launch refused, a graph that cannot
+ * be captured), `fault` when the CUDA context died: the reply goes out and the worker exits, and the
+ * parent starts another one for the next shape. */
+#include "compare.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/proto.h"
+#include "../core/util.h"
+#include "../ops/gpu_op.h"
+#include "../runtime/autotune.h"
+#include "bench.h"
+#include "check.h"
+#include "gpuctx.h"
+#include "peak.h"
+#include "worker.h"
+
+typedef struct cmp_worker {
+  at_gpu g;
+  int out;                /* where replies and steps go */
+  const at_op *op;
+  const at_gpu_op *gop;
+  void *state;            /* the current shape's input sets and reference */
+  at_shape shape;
+  int sets;
+  at_runtime *rt;         /* opened on the first request that needs it */
+  char rt_key[8300];      /* the options it was opened with: another set reopens it */
+  int dead;               /* the context is gone: reply, then exit */
+} cmp_worker;
+
+static int send_error(int fd, const char *msg) { return at_msg_send(fd, AT_MSG_ERROR, msg, strlen(msg) + 1); }
+
+/* Tells the parent what starts now. A lost parent is not an error here: the process dies with it. */
+static void step(cmp_worker *w, int provider, const char *what) {
+  at_compare_step s;
+  memset(&s, 0, sizeof s);
+  s.provider = provider;
+  snprintf(s.what, sizeof s.what, "%s", what);
+  at_msg_send(w->out, AT_MSG_COMPARE_STEP, &s, sizeof s);
+}
+
+static void set_result(at_compare_result *r, const char *status, const char *fmt, const char *detail) {
+  snprintf(r->status, sizeof r->status, "%s", status);
+  snprintf(r->message, sizeof r->message, fmt, detail);
+}
+
+/* A step of a provider failed, with the engine's current error message. The context decides:
+ * `fault` when it is dead (nothing more runs in this process), else `error`. */
+static void failed(cmp_worker *w, at_compare_result *r, const char *what) {
+  const char *err = at_errmsg(); /* the driver call below does not touch it */
+  CUresult cr = at_cu->CtxSynchronize();
+  int sticky = at_cu_is_sticky(cr);
+  snprintf(r->status, sizeof r->status, "%s", sticky ? "fault" : "error");
+  snprintf(r->message, sizeof r->message, "%s: %s%s%s%s", what, err, sticky ? " (the context is lost: " : "",
+           sticky ? at_cu_error_name(cr) : "", sticky ? ")" : "");
+  if (sticky) w->dead = 1;
+}
+
+/* ---- the providers, as timed units (bench.h) -------------------------------------------------- */
+
+/* The runtime library's launch path, exactly as an inference process calls it: set i's buffers, on
+ * the given stream (inside a graph capture when timed). */
+static int enqueue_runtime(void *p, int set, CUstream stream) {
+  cmp_worker *w = p;
+  CUdeviceptr b[5];
+  if (!w->gop->operands || w->gop->operands(w->state, set, b, 5) != 5)
+    return at_fail(AT_ERR_RUNTIME, "op %s gives no operands for the runtime's launch", w->gop->name);
+  int rc = at_gemm_a8w8_blockscale(w->rt, (const void *)(uintptr_t)b[0], (const float *)(uintptr_t)b[1],
+                                   (const void *)(uintptr_t)b[2], (const float *)(uintptr_t)b[3], (void *)(uintptr_t)b[4],
+                                   w->shape.m, w->shape.n, w->shape.k, (void *)stream);
+  if (rc != AT_STATUS_OK) return at_fail(AT_ERR_RUNTIME, "at_gemm_a8w8_blockscale: %s", at_runtime_last_error());
+  return AT_OK;
+}
+
+static int enqueue_vendor(void *p, int set, CUstream stream) {
+  cmp_worker *w = p;
+  return w->gop->vendor_enqueue(w->state, set, stream);
+}
+
+static const at_enqueue_fn ENQUEUE[AT_CMP_NPROVIDERS] = {enqueue_runtime, enqueue_vendor};
+
+/* ---- one shape -------------------------------------------------------------------------------- */
+
+static int shape_setup(cmp_worker *w, const at_compare_req *q, at_compare_reply *rep) {
+  step(w, -1, "setup");
+  if (w->state) w->gop->teardown(w->state);
+  w->state = NULL;
+  w->op = at_op_find(q->shape.op);
+  w->gop = at_gpu_op_find(q->shape.op);
+  if (!w->op || !w->gop) {
+    snprintf(rep->message, sizeof rep->message, "this worker has no GPU support for op %s", q->shape.op);
+    return 0;
+  }
+  w->shape = (at_shape){q->shape.m, q->shape.n, q->shape.k};
+  w->sets = at_worker_sets_for(&w->g, w->gop, &q->shape);
+  if (w->gop->setup(&w->g, &w->shape, q->shape.seed, w->sets, &w->state)) {
+    snprintf(rep->message, sizeof rep->message, "inputs and reference: %s", at_errmsg());
+    w->state = NULL;
+    w->dead = at_cu_is_sticky(at_cu->CtxSynchronize());
+    return 0;
+  }
+  if (q->shape.gamma > 0 && !(w->gop->reference_abs && w->gop->reference_abs(w->state))) {
+    snprintf(rep->message, sizeof rep->message, "op %s makes no |A|*|B| reference, so the check cannot use gamma (%g)",
+             q->shape.op, q->shape.gamma);
+    return 0;
+  }
+  rep->ok = 1;
+  rep->sets = w->sets;
+  return 1;
+}
+
+/* The runtime library, opened with the request's options (once; again when they change). */
+static int ensure_runtime(cmp_worker *w, const at_compare_req *q) {
+  char key[sizeof w->rt_key];
+  snprintf(key, sizeof key, "%s\n%s\n%s", q->db_path, q->configs_dir, q->tag);
+  if (w->rt && strcmp(key, w->rt_key) == 0) return AT_OK;
+  at_runtime_close(w->rt);
+  w->rt = NULL;
+  at_runtime_options o = {q->db_path[0] ? q->db_path : NULL, q->configs_dir[0] ? q->configs_dir : NULL,
+                          q->tag[0] ? q->tag : NULL, NULL, NULL};
+  if (at_runtime_open(&o, &w->rt) != AT_STATUS_OK)
+    return at_fail(AT_ERR_RUNTIME, "at_runtime_open: %s", at_runtime_last_error());
+  snprintf(w->rt_key, sizeof w->rt_key, "%s", key);
+  return AT_OK;
+}
+
+static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
+
+/* What the runtime would launch for the shape on this GPU; 0 (r says why) when it has nothing. */
+static int select_config(cmp_worker *w, const at_compare_req *q, at_compare_reply *rep) {
+  at_compare_result *r = &rep->r[AT_CMP_AUTOTUNE];
+  if (ensure_runtime(w, q)) return set_result(r, "none", "%s", at_errmsg()), 0;
+  at_selection sel;
+  if (at_runtime_select(w->rt, q->shape.op, w->shape.m, w->shape.n, w->shape.k, NULL, &sel) != AT_STATUS_OK)
+    return set_result(r, "none", "the runtime library has no config: %s", at_runtime_last_error()), 0;
+  copy_str(rep->source, sizeof rep->source, sel.source);
+  copy_str(rep->path, sizeof rep->path, sel.path);
+  copy_str(rep->bucket, sizeof rep->bucket, sel.bucket);
+  copy_str(rep->variant, sizeof rep->variant, sel.variant);
+  copy_str(rep->params, sizeof rep->params, sel.params);
+  copy_str(rep->kernel, sizeof rep->kernel, sel.kernel);
+  return 1;
+}
+
+/* Poisons set 0's output, runs the provider on it, and checks it against the reference: twice, as
+ * for candidates, so that a launch that only works on a fresh workspace fails the second time. */
+static void check_provider(cmp_worker *w, int p, const at_check_bound *bound, at_compare_result *r) {
+  CUdeviceptr out;
+  size_t count;
+  w->gop->output(w->state, 0, &out, &count);
+  CUdeviceptr ref = w->gop->reference(w->state);
+  CUdeviceptr absref = w->gop->reference_abs ? w->gop->reference_abs(w->state) : 0;
+  for (int pass = 1; pass <= 2; pass++) {
+    const char *run = pass == 1 ? "first run" : "second run";
+    if (at_poison_bf16(&w->g, out, count) || ENQUEUE[p](w, 0, w->g.stream)) {
+      failed(w, r, run);
+      return;
+    }
+    CUresult cr = at_cu->StreamSynchronize(w->g.stream);
+    if (cr != CUDA_SUCCESS) {
+      at_fail_api("CUDA", "cuStreamSynchronize", __FILE__, __LINE__, cr, at_cu_error_name(cr), at_cu_error_text(cr));
+      failed(w, r, run);
+      return;
+    }
+    at_check_result chk;
+    if (at_check_bf16(&w->g, out, ref, absref, count, bound, &chk)) {
+      failed(w, r, "the check");
+      return;
+    }
+    if (chk.worst_ratio > r->check_ratio) r->check_ratio = chk.worst_ratio;
+    if (chk.max_err > r->max_abs_err) r->max_abs_err = chk.max_err;
+    r->bad_count = chk.bad;
+    r->first_bad = chk.first_bad;
+    if (chk.bad) {
+      char detail[400];
+      snprintf(detail, sizeof detail,
+               "%s: %lld of %zu elements out of tolerance, first at index %lld, max |error| %g, worst error/bound %.3g",
+               run, (long long)chk.bad, count, (long long)chk.first_bad, chk.max_err, chk.worst_ratio);
+      set_result(r, "wrong", "%s", detail);
+      return;
+    }
+  }
+  set_result(r, "ok", "%s", "");
+}
+
+/* The providers that passed their check, timed side by side: every round takes one sample of each,
+ * the order turned around every round (A B, B A, ...), so that each sees the same clocks and
+ * temperature and neither always runs right after the other. */
+static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_reply *rep) {
+  at_timed *t[AT_CMP_NPROVIDERS] = {0};
+  double *v[AT_CMP_NPROVIDERS] = {0};
+  int active[AT_CMP_NPROVIDERS], na = 0;
+  const int samples = q->shape.samples, warmup = q->shape.warmup;
+  for (int p = 0; p < AT_CMP_NPROVIDERS && !w->dead; p++) {
+    if (strcmp(rep->r[p].status, "ok") != 0) continue;
+    step(w, p, "capture");
+    if (at_timed_create(&w->g, ENQUEUE[p], w, w->sets, &t[p])) {
+      failed(w, &rep->r[p], "capturing the timing graph");
+      t[p] = NULL;
+      continue;
+    }
+    v[p] = at_xcalloc((size_t)samples, sizeof *v[p]);
+    active[na++] = p;
+  }
+  for (int s = -warmup; s < samples && !w->dead; s++)
+    for (int i = 0; i < na && !w->dead; i++) {
+      int p = active[(s & 1) ? na - 1 - i : i];
+      if (!t[p]) continue;
+      step(w, p, s < 0 ? "warm-up" : "timing");
+      double us = 0;
+      if (at_timed_sample(t[p], &us)) {
+        failed(w, &rep->r[p], "timing");
+        if (!w->dead) at_timed_destroy(t[p]);
+        t[p] = NULL;
+        continue;
+      }
+      if (s >= 0) v[p][s] = us;
+    }
+  for (int i = 0; i < na; i++) {
+    int p = active[i];
+    at_compare_result *r = &rep->r[p];
+    if (t[p] && !w->dead) {
+      r->samples = samples;
+      r->time_us = at_median(v[p], samples); /* sorts v */
+      r->time_min_us = v[p][0];
+      r->time_max_us = v[p][samples - 1];
+      at_timed_destroy(t[p]);
+    } else if (t[p]) {
+      set_result(r, "error", "%s", "not timed: the GPU context was lost while the other provider was timed");
+    }
+    free(v[p]);
+  }
+}
+
+static void serve_compare(cmp_worker *w, const at_compare_req *q, at_compare_reply *rep) {
+  memset(rep, 0, sizeof *rep);
+  for (int p = 0; p < AT_CMP_NPROVIDERS; p++) {
+    rep->r[p].check_ratio = rep->r[p].max_abs_err = -1;
+    rep->r[p].first_bad = -1;
+  }
+  if (q->shape.samples < 1 || q->shape.warmup < 0) {
+    snprintf(rep->message, sizeof rep->message, "bad request: %d samples, %d warm-up", q->shape.samples,
+             q->shape.warmup);
+    return;
+  }
+  if (shape_setup(w, q, rep)) {
+    const at_check_bound bound = {q->shape.atol, q->shape.rtol, q->shape.gamma};
+    if (q->use[AT_CMP_AUTOTUNE]) {
+      step(w, AT_CMP_AUTOTUNE, "select");
+      if (select_config(w, q, rep)) {
+        step(w, AT_CMP_AUTOTUNE, "check");
+        check_provider(w, AT_CMP_AUTOTUNE, &bound, &rep->r[AT_CMP_AUTOTUNE]);
+      }
+    }
+    if (q->use[AT_CMP_CUBLASLT] && !w->dead) {
+      at_compare_result *r = &rep->r[AT_CMP_CUBLASLT];
+      int available = 0;
+      step(w, AT_CMP_CUBLASLT, "prepare");
+      if (!w->gop->vendor_prepare || !w->gop->vendor_enqueue)
+        set_result(r, "none", "op %s has no vendor kernel", w->gop->name);
+      else if (w->gop->vendor_prepare(w->state, &available, rep->vendor_name, sizeof rep->vendor_name, r->message,
+                                      sizeof r->message))
+        failed(w, r, "preparing cuBLASLt");
+      else if (!available)
+        snprintf(r->status, sizeof r->status, "none"); /* the note is in r->message */
+      else {
+        step(w, AT_CMP_CUBLASLT, "check");
+        check_provider(w, AT_CMP_CUBLASLT, &bound, r);
+      }
+    }
+    if (!w->dead) time_providers(w, q, rep);
+  }
+  /* Whatever failed, the providers asked for and not run say so, and the parent names them. */
+  for (int p = 0; p < AT_CMP_NPROVIDERS; p++)
+    if (q->use[p] && !rep->r[p].status[0])
+      set_result(&rep->r[p], w->dead ? "fault" : "error", "not run: %.400s",
+                 rep->message[0] ? rep->message : "the GPU context was lost before it");
+  rep->sticky = w->dead;
+}
+
+int at_compare_worker_main(int gpu, int in, int out) {
+  cmp_worker *w = at_xcalloc(1, sizeof *w);
+  w->out = out;
+  if (at_gpu_open(gpu, &w->g)) {
+    send_error(out, at_errmsg());
+    free(w);
+    return AT_ERR_RUNTIME;
+  }
+  int rc = at_msg_send(out, AT_MSG_HELLO, &w->g.info, sizeof w->g.info);
+  while (rc == AT_OK) {
+    uint32_t type;
+    void *p;
+    size_t len;
+    rc = at_msg_recv(in, -1, &type, &p, &len);
+    if (rc == AT_PROTO_EOF) {
+      rc = AT_OK;
+      break;
+    }
+    if (rc) break;
+    if (type == AT_MSG_QUIT) {
+      free(p);
+      break;
+    }
+    if (type == AT_MSG_PEAK) {
+      at_peak_reply r;
+      memset(&r, 0, sizeof r);
+      at_measure_peaks(&w->g, &r);
+      rc = at_msg_send(out, AT_MSG_PEAK_REPLY, &r, sizeof r);
+    } else if (type == AT_MSG_COMPARE && len == sizeof(at_compare_req)) {
+      at_compare_req *q = at_xmalloc(sizeof *q);
+      at_compare_reply *rep = at_xmalloc(sizeof *rep);
+      memcpy(q, p, sizeof *q);
+      serve_compare(w, q, rep);
+      rc = at_msg_send(out, AT_MSG_COMPARE_REPLY, rep, sizeof *rep);
+      int sticky = rep->sticky;
+      free(q);
+      free(rep);
+      if (sticky) {
+        free(p);
+        _exit(3); /* the context is unusable: the parent starts another worker for the next shape */
+      }
+    } else {
+      rc = send_error(out, type == AT_MSG_COMPARE ? "COMPARE: wrong message size" : "unknown request");
+    }
+    free(p);
+  }
+  if (w->state) w->gop->teardown(w->state);
+  at_runtime_close(w->rt);
+  free(w);
+  return rc;
+}

@@ -1,0 +1,103 @@
+// at_sm90.cuh: the Hopper (sm_90a) PTX the sm90 templates use, one small inline function each:
+// mbarriers, TMA loads, wgmma control and descriptors, register reallocation, named barriers.
+// No CUDA headers, so NVRTC parses little more than the template itself.
+#ifndef AT_SM90_CUH
+#define AT_SM90_CUH
+
+#include "at_ptx.cuh"
+
+// A CUtensorMap as the driver encodes it (cuTensorMapEncodeTiled): 128 opaque bytes, 64-aligned.
+struct __align__(64) at_tmap {
+  at_u64 opaque[16];
+};
+
+// ---- mbarrier ----------------------------------------------------------------------------------
+
+__device__ __forceinline__ void at_mbar_init(at_u32 bar, at_u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+// Makes the initialised barriers visible to the async proxy (TMA) and the rest of the CTA.
+__device__ __forceinline__ void at_mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// One arrival that also announces `bytes` of transactions (TMA writes) the phase must wait for.
+__device__ __forceinline__ void at_mbar_arrive_expect_tx(at_u32 bar, at_u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void at_mbar_arrive(at_u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// Waits until the phase of parity `parity` has completed. A fresh barrier is in phase 0, so
+// waiting for parity 1 returns at once: that is how a producer passes its first round of empty
+// barriers.
+__device__ __forceinline__ void at_mbar_wait(at_u32 bar, at_u32 parity) {
+  at_u32 done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// ---- TMA ---------------------------------------------------------------------------------------
+
+__device__ __forceinline__ void at_tma_prefetch(const at_tmap *map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"((at_u64)map) : "memory");
+}
+
+// A 2D box at (c0 = inner coordinate, c1 = row) into shared memory at dst; completes `bar`'s
+// transactions by the box's bytes (out-of-bounds elements read as zero and still count).
+__device__ __forceinline__ void at_tma_load_2d(at_u32 dst, const at_tmap *map, int c0, int c1, at_u32 bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"((at_u64)map), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+
+// ---- wgmma -------------------------------------------------------------------------------------
+
+__device__ __forceinline__ void at_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void at_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void at_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Keeps the compiler from moving reads or writes of an accumulator register across the
+// asynchronous wgmma boundaries (the register is in flight between the mma and the wait).
+__device__ __forceinline__ void at_reg_fence(float &r) { asm volatile("" : "+f"(r)::"memory"); }
+
+// Shared-memory matrix descriptor of a K-major tile whose rows are 128 bytes, 128-byte swizzled
+// as TMA writes it (16-byte chunk c of row r at chunk c ^ (r % 8)): 8-row groups 1024 bytes apart.
+// The tile must start 1024-byte aligned. Adding 2 advances it by 32 bytes of K (one k32 step).
+__device__ __forceinline__ at_u64 at_wgmma_desc_sw128(at_u32 smem_addr) {
+  at_u64 d = (at_u64)((smem_addr & 0x3FFFF) >> 4);
+  d |= (at_u64)1 << 16;          // leading byte offset: unused by swizzled K-major layouts
+  d |= (at_u64)(1024 >> 4) << 32; // stride byte offset: one 8-row group
+  d |= (at_u64)1 << 62;          // 128-byte swizzle
+  return d;
+}
+
+// ---- registers and barriers --------------------------------------------------------------------
+
+template <int N>
+__device__ __forceinline__ void at_setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void at_setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+// A barrier among `count` threads (a multiple of 32), independent of __syncthreads (id 0).
+__device__ __forceinline__ void at_named_barrier(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+#endif

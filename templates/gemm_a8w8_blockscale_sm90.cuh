@@ -1,0 +1,262 @@
+// gemm_a8w8_blockscale_sm90.cuh: the Hopper family of the a8w8 blockscale GEMM (sm_90a only):
+// TMA loads into an mbarrier ring, FP8 wgmma from shared memory, warp-specialised, persistent.
+//
+// C[m][n] = sum over k-blocks kb of  As[m][kb] * Bs[n/128][kb] * sum_{k in kb} A[m][k] * B[n][k]
+//
+// Roles. A block has 1 + MATH_WG warpgroups (MATH_WG = BLOCK_M / 64):
+//   warpgroup 0, the producer: one thread issues every TMA load; with two math warpgroups the
+//     producer gives its registers away (setmaxnreg.dec to 40) and the math warpgroups take them
+//     (setmaxnreg.inc to 232): a math thread holds 2 x BLOCK_N / 2 fp32 accumulators;
+//   warpgroup 1 + w, a math warpgroup: rows [64 w, 64 w + 64) of the tile, all BLOCK_N columns.
+// Work. The grid is persistent: block b takes units b, b + gridDim.x, ... of tiles x SPLIT_K units
+// (unit u: split u / tiles, tile u % tiles, tiles walked GROUP_M rows of tiles at a time so that
+// the blocks running together share A and B in L2). Producer and math warpgroups walk the same
+// sequence of (unit, k-block), so stage s and phase of k-block number i are i % STAGES and
+// (i / STAGES) & 1 for both sides, across tiles.
+// Pipeline (one stage = one 128-wide k-block: A tile BLOCK_M x 128 bytes, B tile BLOCK_N x 128
+// bytes, each 128-byte swizzled by TMA, 1024-byte aligned):
+//   full[s]   count 1: the producer's arrive.expect_tx(A + B bytes); TMA completes the bytes.
+//   empty[s]  count 4 x MATH_WG: lane 0 of every math warp arrives once its warpgroup's wgmmas
+//             that read stage s have completed (wgmma.wait_group 0 precedes the arrive).
+//   The producer waits empty[s] with parity phase ^ 1 (a fresh barrier passes parity 1 at once),
+//   math threads wait full[s] with parity phase.
+// Math per k-block: four wgmma m64nBLOCK_Nk32 (K = 32 bytes each) into a fresh accumulator
+// (the first with scale-d = 0), commit, wait; then, in fp32 FFMAs, result += acc * (As * Bs) with
+// the row's A scale and the column's B scale. Scales are read from global memory by the math
+// threads one k-block ahead (registers), so their latency hides behind the previous k-block's
+// wgmmas: As is [M][K/128] row-major, which TMA cannot fetch one k-column at a time. A tile's
+// columns may straddle two or three 128-column weight-scale blocks (BLOCK_N that does not divide
+// 128, or tiles that do not start on a block): each 8-column accumulator group lies in one block,
+// picked per group.
+// Epilogue. SPLIT_K == 1: each math warpgroup packs its 64 x BLOCK_N result to bf16 in its own
+// shared-memory staging area (rows padded by 16 bytes: no bank conflicts), then copies it out in
+// 16-byte coalesced stores, rows >= M and columns >= N skipped. SPLIT_K > 1: each math warpgroup
+// writes its fp32 partial to the workspace and counts itself in counter (tile * MATH_WG + w); the
+// last of the SPLIT_K to arrive sums the partials in split order (arrival order does not change
+// the result), resets the counter to zero, and stores as above. The workspace keeps the invariant
+// of gemm_a8w8_blockscale_args.h: tiles * MATH_WG counters (too few traps), partials after
+// AT_WS_PARTIALS(args.ws_counters).
+// Tails: TMA reads rows past M or N as zeros; scale reads are clamped to the last row or block.
+// The kernel traps when launched with other threads or less dynamic shared memory than its launch
+// rule (engine/ops/gemm_a8w8_blockscale.c) promises: a host/template mismatch is a fault.
+//
+// Parameters: BLOCK_M (64 or 128), BLOCK_N (a multiple of 16, at most 256), STAGES (>= 2),
+// GROUP_M (rows of tiles walked together), SPLIT_K.
+#include "at_sm90.cuh"
+#include "at_wgmma_e4m3.cuh"
+#include "gemm_a8w8_blockscale_args.h"
+
+namespace at_sm90 {
+
+template <int BLOCK_M, int BLOCK_N, int STAGES>
+struct layout {
+  static constexpr int math_wg = BLOCK_M / 64;
+  static constexpr int threads = 128 * (1 + math_wg);
+  static constexpr int a_stage = BLOCK_M * 128, b_stage = BLOCK_N * 128;
+  static constexpr int c_pitch = BLOCK_N * 2 + 16;  // bytes per staged output row
+  static constexpr int a_off = 0;
+  static constexpr int b_off = STAGES * a_stage;
+  static constexpr int c_off = b_off + STAGES * b_stage;
+  static constexpr int bar_off = c_off + math_wg * 64 * c_pitch;
+  static constexpr int flag_off = bar_off + 2 * STAGES * 8;
+  static constexpr int bytes = flag_off + 16 + 1024;  // + the slack to align the base to 1024
+};
+
+// Unit u of the persistent walk: its tile's first row and column, and its range of k-blocks.
+struct unit_pos {
+  int tile, split, m0, n0, kb0, kb1;
+};
+
+template <int BLOCK_M, int BLOCK_N, int GROUP_M, int SPLIT_K>
+__device__ __forceinline__ unit_pos locate(int u, int tiles_m, int tiles_n, int kb_total) {
+  unit_pos p;
+  const int tiles = tiles_m * tiles_n;
+  p.split = u / tiles;
+  p.tile = u - p.split * tiles;
+  const int group_size = GROUP_M * tiles_n;
+  const int first_m = p.tile / group_size * GROUP_M;
+  const int group_m = min(tiles_m - first_m, GROUP_M);
+  const int in_group = p.tile % group_size;
+  p.m0 = (first_m + in_group % group_m) * BLOCK_M;
+  p.n0 = (in_group / group_m) * BLOCK_N;
+  const int per = (kb_total + SPLIT_K - 1) / SPLIT_K;
+  p.kb0 = min(kb_total, p.split * per);
+  p.kb1 = min(kb_total, p.kb0 + per);
+  return p;
+}
+
+}  // namespace at_sm90
+
+template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K>
+__global__ void __launch_bounds__(128 * (1 + BLOCK_M / 64), 1)
+    gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
+                              const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_b) {
+  using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES>;
+  constexpr int MATH_WG = L::math_wg;
+  constexpr int NACC = BLOCK_N / 2;  // fp32 accumulators per thread for a 64 x BLOCK_N tile
+  static_assert(BLOCK_M == 64 || BLOCK_M == 128, "BLOCK_M must be 64 or 128");
+  static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 16 && BLOCK_N <= 256, "BLOCK_N must be a multiple of 16, at most 256");
+  static_assert(STAGES >= 2, "STAGES must be at least 2");
+  static_assert(GROUP_M >= 1 && SPLIT_K >= 1, "GROUP_M and SPLIT_K must be positive");
+  static_assert(MATH_WG == 1 || BLOCK_N <= 208, "two math warpgroups hold at most 232 registers a thread: BLOCK_N <= 208");
+
+  extern __shared__ unsigned char smem_raw[];
+  const at_u32 raw = at_smem_addr(smem_raw);
+  const at_u32 base = (raw + 1023) & ~1023u;  // swizzled tiles need 1024-byte alignment
+  unsigned char *const smem = smem_raw + (base - raw);
+  const at_u32 full0 = base + L::bar_off, empty0 = full0 + STAGES * 8;
+  int *const last_flag = (int *)(smem + L::flag_off);  // per math warpgroup: "this split arrived last"
+
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    if (blockDim.x != L::threads || at_dynamic_smem_size() < (at_u32)L::bytes) __trap();
+    for (int s = 0; s < STAGES; s++) {
+      at_mbar_init(full0 + s * 8, 1);
+      at_mbar_init(empty0 + s * 8, 4 * MATH_WG);
+    }
+    at_mbar_init_fence();
+    at_tma_prefetch(&tmap_a);
+    at_tma_prefetch(&tmap_b);
+  }
+  __syncthreads();
+
+  const int M = args.m, N = args.n, KB = args.k / 128;
+  const int tiles_m = (M + BLOCK_M - 1) / BLOCK_M, tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
+  const int tiles = tiles_m * tiles_n, units = tiles * SPLIT_K;
+  const int wg = tid / 128;
+
+  if (wg == 0) {
+    // ---- producer ----
+    if (MATH_WG == 2) at_setmaxnreg_dec<40>();
+    if (tid != 0) return;
+    int it = 0;
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      const at_sm90::unit_pos p = at_sm90::locate<BLOCK_M, BLOCK_N, GROUP_M, SPLIT_K>(u, tiles_m, tiles_n, KB);
+      for (int kb = p.kb0; kb < p.kb1; kb++, it++) {
+        const int s = it % STAGES;
+        const at_u32 phase = (at_u32)(it / STAGES) & 1u;
+        at_mbar_wait(empty0 + s * 8, phase ^ 1u);
+        at_mbar_arrive_expect_tx(full0 + s * 8, L::a_stage + L::b_stage);
+        at_tma_load_2d(base + L::a_off + s * L::a_stage, &tmap_a, kb * 128, p.m0, full0 + s * 8);
+        at_tma_load_2d(base + L::b_off + s * L::b_stage, &tmap_b, kb * 128, p.n0, full0 + s * 8);
+      }
+    }
+    return;
+  }
+
+  // ---- math warpgroup w ----
+  if (MATH_WG == 2) at_setmaxnreg_inc<232>();
+  const int w = wg - 1, t = tid % 128, warp = t / 32, lane = t % 32;
+  const int row0 = w * 64 + warp * 16 + lane / 4;  // this thread's rows in the tile: row0, row0 + 8
+  const int colq = 2 * (lane % 4);                 // and its columns in each 8-column group
+  const float *const As = (const float *)args.a_scale;
+  const float *const Bs = (const float *)args.b_scale;
+  const int nblocks = (N + 127) / 128;
+  unsigned char *const stage_c = smem + L::c_off + w * 64 * L::c_pitch;
+  int it = 0;
+
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    const at_sm90::unit_pos p = at_sm90::locate<BLOCK_M, BLOCK_N, GROUP_M, SPLIT_K>(u, tiles_m, tiles_n, KB);
+    float res[NACC], acc[NACC];
+#pragma unroll
+    for (int i = 0; i < NACC; i++) res[i] = 0.f;
+
+    // Scale rows of this thread, clamped into the matrix (rows past M are dropped at the store).
+    const float *const as0 = As + (long)min(p.m0 + row0, M - 1) * KB;
+    const float *const as1 = As + (long)min(p.m0 + row0 + 8, M - 1) * KB;
+    const int nb0 = p.n0 / 128;
+    const float *const bs0 = Bs + (long)min(nb0, nblocks - 1) * KB;
+    const float *const bs1 = Bs + (long)min(nb0 + 1, nblocks - 1) * KB;
+    const float *const bs2 = Bs + (long)min(nb0 + 2, nblocks - 1) * KB;
+    const int ncol0 = p.n0 & 127;  // the tile's first column inside its weight-scale block
+
+    // The scales of the first k-block; each iteration then loads the next one's.
+    float na0 = 0.f, na1 = 0.f, nb[3] = {0.f, 0.f, 0.f};
+    if (p.kb0 < p.kb1) {
+      na0 = __ldg(as0 + p.kb0), na1 = __ldg(as1 + p.kb0);
+      nb[0] = __ldg(bs0 + p.kb0), nb[1] = __ldg(bs1 + p.kb0), nb[2] = __ldg(bs2 + p.kb0);
+    }
+    for (int kb = p.kb0; kb < p.kb1; kb++, it++) {
+      const float sa0 = na0, sa1 = na1, sb0 = nb[0], sb1 = nb[1], sb2 = nb[2];
+      if (kb + 1 < p.kb1) {
+        na0 = __ldg(as0 + kb + 1), na1 = __ldg(as1 + kb + 1);
+        nb[0] = __ldg(bs0 + kb + 1), nb[1] = __ldg(bs1 + kb + 1), nb[2] = __ldg(bs2 + kb + 1);
+      }
+      const int s = it % STAGES;
+      at_mbar_wait(full0 + s * 8, (at_u32)(it / STAGES) & 1u);
+      const at_u64 da = at_wgmma_desc_sw128(base + L::a_off + s * L::a_stage + w * 64 * 128);
+      const at_u64 db = at_wgmma_desc_sw128(base + L::b_off + s * L::b_stage);
+#pragma unroll
+      for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
+      at_wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(acc, da + 2 * ks, db + 2 * ks, ks);
+      at_wgmma_commit();
+      at_wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
+      if (lane == 0) at_mbar_arrive(empty0 + s * 8);
+
+      // Promote: result += acc * As[row][kb] * Bs[col / 128][kb], per 8-column group.
+#pragma unroll
+      for (int j = 0; j < BLOCK_N / 8; j++) {
+        const int blk = (ncol0 + 8 * j) >> 7;
+        const float sb = blk == 0 ? sb0 : blk == 1 ? sb1 : sb2;
+        const float s0 = sa0 * sb, s1 = sa1 * sb;
+        res[4 * j + 0] += acc[4 * j + 0] * s0;
+        res[4 * j + 1] += acc[4 * j + 1] * s0;
+        res[4 * j + 2] += acc[4 * j + 2] * s1;
+        res[4 * j + 3] += acc[4 * j + 3] * s1;
+      }
+    }
+
+    if (SPLIT_K > 1) {
+      // Publish this split's partial, count it; the last split to arrive reduces.
+      const int counter = p.tile * MATH_WG + w;
+      if (tiles * MATH_WG > args.ws_counters) __trap();
+      unsigned *const counters = (unsigned *)args.workspace;
+      float *const partials = (float *)(args.workspace + AT_WS_PARTIALS(args.ws_counters));
+      const long tile_floats = (long)BLOCK_M * BLOCK_N;
+      float *const mine = partials + ((long)p.split * tiles + p.tile) * tile_floats + (long)w * 64 * BLOCK_N;
+#pragma unroll
+      for (int j = 0; j < BLOCK_N / 8; j++)
+        *(float4 *)(mine + ((long)j * 128 + t) * 4) = make_float4(res[4 * j], res[4 * j + 1], res[4 * j + 2], res[4 * j + 3]);
+      __threadfence();
+      at_named_barrier(1 + w, 128);
+      if (t == 0) last_flag[w] = atomicAdd(&counters[counter], 1u) == SPLIT_K - 1;
+      at_named_barrier(1 + w, 128);
+      if (!last_flag[w]) continue;
+      __threadfence();
+#pragma unroll
+      for (int i = 0; i < NACC; i++) res[i] = 0.f;
+      for (int sp = 0; sp < SPLIT_K; sp++) {
+        const float *src = partials + ((long)sp * tiles + p.tile) * tile_floats + (long)w * 64 * BLOCK_N;
+#pragma unroll
+        for (int j = 0; j < BLOCK_N / 8; j++) {
+          const float4 v = __ldcg((const float4 *)(src + ((long)j * 128 + t) * 4));
+          res[4 * j] += v.x, res[4 * j + 1] += v.y, res[4 * j + 2] += v.z, res[4 * j + 3] += v.w;
+        }
+      }
+      if (t == 0) counters[counter] = 0;
+    }
+
+    // Epilogue: bf16 through this warpgroup's staging area, then 16-byte coalesced stores.
+    const int lrow = warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < BLOCK_N / 8; j++) {
+      *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) = at_pack_bf16x2(res[4 * j], res[4 * j + 1]);
+      *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) = at_pack_bf16x2(res[4 * j + 2], res[4 * j + 3]);
+    }
+    at_named_barrier(1 + w, 128);
+    unsigned short *const C = (unsigned short *)args.c;
+    constexpr int CHUNKS = BLOCK_N / 8;  // 16-byte chunks per row
+#pragma unroll 4
+    for (int c = t; c < 64 * CHUNKS; c += 128) {
+      const int r = c / CHUNKS, cc = c % CHUNKS;
+      const int grow = p.m0 + w * 64 + r, gcol = p.n0 + cc * 8;
+      if (grow < M && gcol < N)
+        *(uint4 *)(C + (long)grow * N + gcol) = *(const uint4 *)(stage_c + r * L::c_pitch + cc * 16);
+    }
+    at_named_barrier(1 + w, 128);  // the staging area is free again for the next tile
+  }
+}

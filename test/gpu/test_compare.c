@@ -1,0 +1,165 @@
+/* test_compare.c: `autotune compare` on a GPU (exits 77 where there is none). argv[1] is the
+ * autotune binary. A small space (test/data/spaces/compare.yaml) is tuned into a fresh DB, then:
+ *   - compare: both providers checked and timed on every shape, the runtime answering from the DB,
+ *     a ratio per shape and the geometric means, exit 0; the JSON says the same;
+ *   - --shapes (CSV) with a shape nobody tuned: the runtime's built-in config answers, exit 0;
+ *   - --providers cublaslt: one provider only, no ratio;
+ *   - the compare worker killed in the middle: exit 1, the parent names the shape and the provider,
+ *     and the shapes after it are compared by a new worker. */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../unit/check.h"
+#include "../unit/proc.h"
+#include "core/util.h"
+
+static const char *EXE;
+static char *TMP;
+
+static int count(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+static void require_gpu(void) {
+  char *out = at_path_join(TMP, "devices.txt");
+  char *argv[] = {(char *)EXE, "devices", NULL};
+  proc_run(argv, out, 120);
+  char *text = slurp(out);
+  int none = strncmp(text, "GPU 0:", 6) != 0;
+  free(text), free(out);
+  if (none) check_skip("no GPU");
+}
+
+/* Runs autotune with argv (NULL-terminated, without the binary), output to TMP/name; prints it. */
+static int run(const char *name, double timeout, char *const *args) {
+  char *argv[40] = {(char *)EXE};
+  int n = 1;
+  for (; args[n - 1] && n < 39; n++) argv[n] = args[n - 1];
+  argv[n] = NULL;
+  char *out = at_path_join(TMP, name);
+  int rc = proc_run(argv, out, timeout);
+  char *text = slurp(out);
+  fprintf(stderr, "---- autotune %s ... (exit %d)\n%s----\n", args[0], rc, text);
+  free(text), free(out);
+  return rc;
+}
+
+static char *read_tmp(const char *name) {
+  char *p = at_path_join(TMP, name);
+  char *s = slurp(p);
+  free(p);
+  return s;
+}
+
+/* The pid of the live compare worker (its command line says "worker --gpu N --compare"), or 0. */
+static pid_t compare_worker(void) {
+  pid_t found = 0;
+  DIR *d = opendir("/proc");
+  for (struct dirent *e; d && (e = readdir(d)) && !found;) {
+    char path[300], buf[512] = {0};
+    snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+    FILE *f = fopen(path, "rb");
+    if (!f) continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < len; i++)
+      if (!buf[i]) buf[i] = ' ';
+    if (strstr(buf, "autotune") && strstr(buf, "worker --gpu") && strstr(buf, "--compare"))
+      found = (pid_t)atoi(e->d_name);
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  EXE = argv[1];
+  TMP = scratch_dir("gpu_compare");
+  require_gpu();
+  char *space = at_path_join(getenv("AT_TEST_DATA"), "spaces/compare.yaml");
+  char *db = at_path_join(TMP, "compare.db"), *configs = at_path_join(TMP, "no-configs");
+  char *json = at_path_join(TMP, "compare.json");
+  at_mkdirs(configs);
+
+  /* Tune it: the runtime then answers from this DB. */
+  char *tune[] = {"--db", db, space, NULL};
+  CHECK_EQ_INT(run("tune.txt", 900, tune), 0);
+
+  /* Every shape: both providers checked and timed, the runtime's config from the DB. */
+  char *cmp[] = {"compare", space, "--db", db, "--configs", configs, "--json", json, NULL};
+  CHECK_EQ_INT(run("compare.txt", 900, cmp), 0);
+  char *out = read_tmp("compare.txt"), *j = slurp(json);
+  CHECK_CONTAINS(out, "geomean time autotune / cublaslt: all shapes");
+  CHECK_CONTAINS(out, "(3 shapes)");
+  CHECK_CONTAINS(j, "\"providers\": [\"autotune\", \"cublaslt\"]");
+  CHECK_EQ_INT(count(j, "\"status\": \"ok\", \"time_us\": "), 6);
+  CHECK_EQ_INT(count(j, "\"source\": \"db\""), 3);
+  CHECK_EQ_INT(count(j, "\"ratio\": null"), 0);
+  CHECK_CONTAINS(j, "\"all\": {\"ratio\": ");
+  CHECK_CONTAINS(j, "\"missing\": []");
+  CHECK_CONTAINS(j, "\"name\": \"cublaslt_blockscale_fp8\"");
+  free(out), free(j);
+
+  /* Shapes of a file, one of them tuned by nobody: the runtime's built-in config answers. */
+  char *csv = at_path_join(TMP, "shapes.csv");
+  const char *text = "M,N,K\n64,1024,512\n32,4096,512\n";
+  at_write_file_atomic(csv, text, strlen(text));
+  char *cmp2[] = {"compare", space, "--shapes", csv, "--db", db, "--configs", configs, "--json", json, NULL};
+  CHECK_EQ_INT(run("shapes.txt", 900, cmp2), 0);
+  j = slurp(json);
+  CHECK_EQ_INT(count(j, "\"status\": \"ok\", \"time_us\": "), 4);
+  CHECK_EQ_INT(count(j, "\"source\": \"db\""), 1);
+  CHECK_EQ_INT(count(j, "\"source\": \"builtin\""), 1);
+  free(j);
+
+  /* One provider. */
+  char *cmp3[] = {"compare", space, "--providers", "cublaslt", "--db", db, "--json", json, NULL};
+  CHECK_EQ_INT(run("vendor.txt", 900, cmp3), 0);
+  j = slurp(json);
+  CHECK_EQ_INT(count(j, "\"autotune\": {"), 0);
+  CHECK_EQ_INT(count(j, "\"status\": \"ok\", \"time_us\": "), 3);
+  free(j);
+
+  /* The worker killed once the first shape is printed: the parent says where, carries on with a new
+   * worker, and exits 1 since a shape has no answer. */
+  const char *many = "M,N,K\n16,1024,512\n64,1024,512\n128,1024,512\n256,2048,1024\n512,2048,1024\n";
+  at_write_file_atomic(csv, many, strlen(many));
+  char *killed_out = at_path_join(TMP, "killed.txt");
+  char *argv4[] = {(char *)EXE, "compare", space,   "--shapes", csv,  "--db",
+                   db,           "--configs", configs, "--json",   json, NULL};
+  pid_t pid = proc_start(argv4, killed_out);
+  int killed = 0;
+  for (int i = 0; i < 60000 && !killed; i++) {
+    usleep(10000);
+    char *o = slurp(killed_out);
+    int first_row = strstr(o, "\n     16    1024     512") != NULL;
+    free(o);
+    pid_t w = first_row ? compare_worker() : 0;
+    if (w > 0) killed = kill(w, SIGKILL) == 0;
+  }
+  CHECK(killed);
+  int rc = proc_wait(pid, 900);
+  char *o = slurp(killed_out);
+  fprintf(stderr, "---- compare with its worker killed (exit %d)\n%s----\n", rc, o);
+  CHECK_EQ_INT(rc, 1);
+  CHECK_CONTAINS(o, "the worker died (killed by signal 9");
+  CHECK_CONTAINS(o, ", provider ");
+  CHECK_CONTAINS(o, "no answer:");
+  CHECK_CONTAINS(o, "    512    2048    1024"); /* the last shape ran, on a new worker */
+  free(o);
+  j = slurp(json);
+  CHECK(count(j, "\"status\": \"ok\", \"time_us\": ") >= 6); /* at most one shape lost, both providers */
+  CHECK(count(j, "\"provider\": \"") >= 1); /* in the missing list */
+  free(j);
+  usleep(300000);
+  CHECK_EQ_INT(compare_worker(), 0); /* none left behind */
+
+  free(killed_out), free(csv), free(space), free(db), free(configs), free(json);
+  return check_summary();
+}

@@ -1,0 +1,162 @@
+/* test_compare.c: `autotune compare` as far as it goes without a GPU (argv[1] is the binary): bad
+ * arguments are exit 2 and name the argument; a shapes file's errors name its file and line (CSV)
+ * or line and column (YAML); the CSV parser's accepted forms; and where there is no GPU, compare
+ * says plainly that it needs one and exits 1. The GPU half is test/gpu/test_compare.c. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/shapefile.h"
+#include "core/util.h"
+#include "proc.h"
+
+static const char *EXE;
+static char *TMP, *SPACE;
+
+static int run(const char *first, ...) {
+  char *out = at_path_join(TMP, "out.txt");
+  char *argv[32] = {(char *)EXE, "compare", (char *)first};
+  int n = 3;
+  va_list ap;
+  va_start(ap, first);
+  for (const char *a; first && n < 31 && (a = va_arg(ap, const char *));) argv[n++] = (char *)a;
+  va_end(ap);
+  argv[n] = NULL;
+  int rc = proc_run(argv, out, 300);
+  free(out);
+  return rc;
+}
+#define RUN(...) run(__VA_ARGS__, (const char *)NULL)
+
+static char *output(void) {
+  char *p = at_path_join(TMP, "out.txt");
+  char *s = slurp(p);
+  free(p);
+  return s;
+}
+
+/* Writes text to TMP/name; returns the path. */
+static char *file(const char *name, const char *text) {
+  char *p = at_path_join(TMP, name);
+  at_write_file_atomic(p, text, strlen(text));
+  return p;
+}
+
+static void expect(int rc, int want, const char *needle) {
+  char *o = output();
+  CHECK_EQ_INT(rc, want);
+  CHECK_CONTAINS(o, needle);
+  if (rc != want || !strstr(o, needle)) fprintf(stderr, "  output: %s", o);
+  free(o);
+}
+
+static void arguments(void) {
+  expect(RUN("--help"), 0, "--providers");
+  expect(run(NULL, NULL), 2, "missing SPACE.yaml");
+  expect(RUN(SPACE, "--providers", "autotune,vendor"), 2, "--providers: unknown provider 'vendor'");
+  expect(RUN(SPACE, "--providers", "cublaslt,cublaslt"), 2, "--providers");
+  expect(RUN(SPACE, "--providers", ","), 2, "--providers");
+  expect(RUN(SPACE, "--gpu", "zero"), 2, "--gpu");
+  expect(RUN(SPACE, "--gpu", "-1"), 2, "--gpu");
+  expect(RUN(SPACE, "--db", "/nonexistent/autotune.db"), 2, "--db");
+  expect(RUN(SPACE, "--configs", "/nonexistent/configs"), 2, "--configs");
+  expect(RUN(SPACE, "--bogus"), 2, "--bogus");
+  expect(RUN(SPACE, "--json"), 2, "--json");
+  expect(RUN(SPACE, SPACE), 2, "one SPACE.yaml");
+  expect(RUN("/nonexistent/space.yaml"), 2, "/nonexistent/space.yaml");
+  char *broken = file("broken.yaml", "op: gemm_a8w8_blockscale\ntag: T\nvariants: []\nshapes: []\nbogus: 1\n");
+  char *want = at_xasprintf("%s:5:1: unknown key 'bogus'", broken);
+  expect(RUN(broken), 2, want);
+  free(want), free(broken);
+}
+
+/* Each bad shapes file: exit 2, and where. */
+static void shapes_file_errors(void) {
+  static const struct {
+    const char *name, *text, *where, *msg;
+  } BAD[] = {
+      {"header.csv", "M,N\n16,4096\n", ":1: ", "the first line must be the header M,N,K"},
+      {"header2.csv", "# shapes\nM,N,Q\n", ":2: ", "the first line must be the header M,N,K"},
+      {"not_int.csv", "M,N,K\n16,4096,4096\n\n16,4096,4k\n", ":4: ", "K must be an integer, got '4k'"},
+      {"fields.csv", "M,N,K\n16,4096\n", ":2: ", "a shape is 3 comma-separated integers"},
+      {"rule.csv", "M,N,K\n16,4100,4096\n", ":2: ", "N must be a positive multiple of 8"},
+      {"zero_m.csv", "M,N,K\n0,4096,4096\n", ":2: ", "M must be at least 1"},
+      {"k.csv", "N,K,M\n4096,4000,16\n", ":2: ", "K must be a positive multiple of 128"},
+      {"twice.csv", "M,N,K\n16,4096,4096\n# again\n16,4096,4096\n", ":4: ",
+       "shape M=16 N=4096 K=4096 is listed twice (first on line 2)"},
+      {"empty.csv", "M,N,K\n", ":1: ", "no shapes"},
+      {"rule.yaml", "- {N: 4096, K: 4096, M: [16, 64]}\n- {N: 4096, K: 1000, M: 16}\n", ":2:16: ",
+       "K must be a positive multiple of 128"},
+      {"keys.yaml", "- {N: 4096, K: 4096, M: 16, B: 2}\n", ":1:29: ", "unknown key 'B'"},
+      {"scalar.yaml", "16\n", ":1:1: ", "a shapes file is a list of shape groups"},
+      {"empty.yaml", "# nothing\n", ":1:1: ", "the file is empty"},
+  };
+  for (size_t i = 0; i < AT_ARRAY_LEN(BAD); i++) {
+    char *p = file(BAD[i].name, BAD[i].text);
+    char *want = at_xasprintf("%s%s%s", p, BAD[i].where, BAD[i].msg);
+    expect(RUN(SPACE, "--shapes", p), 2, want);
+    free(want), free(p);
+  }
+  expect(RUN(SPACE, "--shapes", "/nonexistent/shapes.csv"), 2, "/nonexistent/shapes.csv");
+}
+
+/* The accepted forms, through the parser itself. */
+static void csv_forms(void) {
+  const at_op *op = at_op_find("gemm_a8w8_blockscale");
+  CHECK(op != NULL);
+  if (!op) return;
+  at_shape *s = NULL;
+  size_t n = 0;
+  /* Columns in any order and case, spaces, CRLF, a byte-order mark, comments and blank lines. */
+  const char *text = "\xEF\xBB\xBF k , m , n\r\n# Llama-3-8B\r\n\r\n4096, 16, 6144\r\n 14336 ,2048, 4096 \r\n";
+  CHECK_EQ_INT(at_shapes_parse_csv("t.csv", text, op, &s, &n), AT_OK);
+  CHECK_EQ_INT(n, 2);
+  if (n == 2) {
+    CHECK(s[0].m == 16 && s[0].n == 6144 && s[0].k == 4096);
+    CHECK(s[1].m == 2048 && s[1].n == 4096 && s[1].k == 14336);
+  }
+  free(s);
+  /* The YAML form through the file loader: the space's shapes syntax, or a space file itself. */
+  char *y = file("ok.yaml", "- {N: 4096, K: 4096, M: [16, 64]}\n- {N: 6144, K: 4096, M: 1}\n");
+  CHECK_EQ_INT(at_shapes_load(y, op, &s, &n), AT_OK);
+  CHECK_EQ_INT(n, 3);
+  if (n == 3) CHECK(s[2].m == 1 && s[2].n == 6144);
+  free(s), free(y);
+  CHECK_EQ_INT(at_shapes_load(SPACE, op, &s, &n), AT_OK);
+  CHECK(n >= 1);
+  free(s);
+}
+
+static void without_gpu(void) {
+  char *devices = at_path_join(TMP, "devices.txt");
+  char *argv[] = {(char *)EXE, "devices", NULL};
+  proc_run(argv, devices, 120);
+  char *d = slurp(devices);
+  int no_gpu = strncmp(d, "no GPU", 6) == 0;
+  free(d), free(devices);
+  if (!no_gpu) {
+    fprintf(stderr, "a GPU is here: the no-GPU case is not checked (test/gpu/test_compare.c runs compare)\n");
+    return;
+  }
+  expect(RUN(SPACE), 1, "compare needs a GPU");
+  char *csv = file("shapes.csv", "M,N,K\n16,1024,512\n");
+  char *json = at_path_join(TMP, "never.json");
+  expect(RUN(SPACE, "--shapes", csv, "--providers", "cublaslt", "--json", json), 1, "compare needs a GPU");
+  char *j = slurp(json);
+  CHECK(j[0] == 0); /* nothing written */
+  free(j), free(json), free(csv);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  EXE = argv[1];
+  TMP = scratch_dir("compare");
+  SPACE = at_path_join(getenv("AT_TEST_DATA"), "spaces/tiny.yaml");
+  arguments();
+  shapes_file_errors();
+  csv_forms();
+  without_gpu();
+  return check_summary();
+}
