@@ -1,5 +1,6 @@
 /* test_compare.c: `autotune compare` on a GPU (exits 77 where there is none). argv[1] is the
- * autotune binary. A small space (test/data/spaces/compare.yaml) is tuned into a fresh DB, then:
+ * autotune binary. A small space (test/data/spaces/compare.yaml) is tuned into a fresh DB (every
+ * result and the vendor baseline keep the check's worst ratio, results.check_ratio), then:
  *   - compare: both providers checked and timed on every shape, the runtime answering from the DB,
  *     a ratio per shape and the geometric means, exit 0; the JSON says the same;
  *   - --shapes (CSV) with a shape nobody tuned: the runtime's built-in config answers, exit 0;
@@ -15,6 +16,7 @@
 
 #include "../unit/check.h"
 #include "../unit/proc.h"
+#include "core/store.h"
 #include "core/util.h"
 
 static const char *EXE;
@@ -24,6 +26,16 @@ static int count(const char *hay, const char *needle) {
   int n = 0;
   for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
   return n;
+}
+
+static int64_t q(const char *db, const char *sql) {
+  at_store *s;
+  int64_t v = -1;
+  if (at_store_open_readonly(db, &s) == AT_OK) {
+    if (at_store_query_int(s, sql, &v)) fprintf(stderr, "query failed: %s\n", at_errmsg());
+    at_store_close(s);
+  }
+  return v;
 }
 
 static void require_gpu(void) {
@@ -87,9 +99,16 @@ int main(int argc, char **argv) {
   char *json = at_path_join(TMP, "compare.json");
   at_mkdirs(configs);
 
-  /* Tune it: the runtime then answers from this DB. */
+  /* Tune it: the runtime then answers from this DB. Every checked result and the vendor baseline
+   * keep their worst error / bound (at most 1, since they passed). */
   char *tune[] = {"--db", db, space, NULL};
   CHECK_EQ_INT(run("tune.txt", 900, tune), 0);
+  CHECK(q(db, "SELECT count(*) FROM results WHERE status='ok'") > 0);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status='ok' AND (check_ratio IS NULL OR check_ratio > 1)"), 0);
+  CHECK_EQ_INT(q(db, "SELECT count(*) FROM baselines WHERE name='cublaslt_blockscale_fp8' AND check_ratio <= 1"), 3);
+  char *tuned = read_tmp("tune.txt");
+  CHECK_CONTAINS(tuned, "vendor chk");
+  free(tuned);
 
   /* Every shape: both providers checked and timed, the runtime's config from the DB. */
   char *cmp[] = {"compare", space, "--db", db, "--configs", configs, "--json", json, NULL};
