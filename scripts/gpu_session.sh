@@ -70,9 +70,12 @@ for step in "$@"; do
     echo "stress test on a683f65: exit $? (must be non-zero)" | tee -a "$OUT/session.log"
     grep -m 8 "FAIL" "$OUT/stress-old.log" | cut -c1-400 | tee -a "$OUT/session.log" ;;
   sass)
-    f=$(ls -S /tmp/cache/*/*.cubin 2>/dev/null | head -n 1)
-    for c in /tmp/cache/*/*.cubin; do cuobjdump -sass "$c" 2>/dev/null | grep -q QGMMA && { f=$c; break; }; done
-    cuobjdump -sass "$f" >"$OUT/sm90.sass" 2>&1
+    # cache entries are a text header, then the cubin (an ELF file)
+    for c in /tmp/cache/*/*.cubin; do
+      python3 -c "import sys; d=open(sys.argv[1],'rb').read(); open('/tmp/k.cubin','wb').write(d[d.index(b'\x7fELF'):])" "$c"
+      cuobjdump -sass /tmp/k.cubin 2>/dev/null | grep -q QGMMA && break
+    done
+    cuobjdump -sass /tmp/k.cubin >"$OUT/sm90.sass" 2>&1
     echo "sass: $(grep -c QGMMA "$OUT/sm90.sass") QGMMA, $(grep -c UTMALDG "$OUT/sm90.sass") UTMALDG, $(grep -c 'LDL\|STL' "$OUT/sm90.sass") local-memory ops in $(grep -m1 Function "$OUT/sm90.sass")" |
       tee -a "$OUT/session.log" ;;
   tune_llama)

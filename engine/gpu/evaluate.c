@@ -13,12 +13,16 @@
 #include "../core/util.h"
 #include "bench.h"
 #include "check.h"
+#include "launch.h"
 
 typedef struct loaded {
   CUmodule mod;
   CUfunction fn;
   at_launch launch;
   int occupancy;
+  const char *family;
+  const char *names[AT_MAX_PARAMS];
+  at_params params; /* the request's, through names[] */
 } loaded;
 
 typedef struct launch_ctx {
@@ -44,17 +48,18 @@ static void api_failure(at_eval_reply *rep, CUresult r, const char *what) {
 
 static int enqueue(void *p, int set, CUstream s) {
   launch_ctx *lc = p;
-  const at_launch *L = &lc->l->launch;
-  unsigned char argbuf[256];
-  size_t n = lc->c->gop->kernel_args(lc->c->state, set, lc->c->workspace, argbuf, sizeof argbuf);
-  if (!n) return at_fail(AT_ERR_RUNTIME, "kernel parameter block too large");
-  void *params[] = {argbuf};
-  CU_CHECK(at_cu->LaunchKernel(lc->l->fn, L->grid[0], L->grid[1], L->grid[2], L->block[0], L->block[1], L->block[2],
-                               L->smem_bytes, s, params, NULL));
+  const loaded *l = lc->l;
+  at_kparams kp;
+  CUdeviceptr ws = l->launch.ws_counters ? lc->c->workspace : 0;
+  AT_TRY(lc->c->gop->kernel_params(lc->c->state, set, l->family, &l->params, ws, l->launch.ws_counters, &kp));
+  CU_CHECK(at_launch_kernel(l->fn, &l->launch, s, &kp));
   return AT_OK;
 }
 
-static int ensure_workspace(at_eval_ctx *c, size_t bytes) {
+/* A zeroed workspace for launches that need `counters` counters and `partials` bytes after them;
+ * every launch the worker makes with it uses exactly those counters, so its layout matches. */
+static int ensure_workspace(at_eval_ctx *c, int64_t counters, size_t partials) {
+  size_t bytes = counters ? at_ws_bytes(counters, partials) : 0;
   if (bytes > c->workspace_bytes) {
     at_gpu_free(&c->workspace);
     c->workspace_bytes = 0;
@@ -68,10 +73,10 @@ static int ensure_workspace(at_eval_ctx *c, size_t bytes) {
 /* Loads the cubin and works out the launch; on failure rep says why. Returns 1 when usable. */
 static int load(at_eval_ctx *c, const at_eval_req *req, const void *cubin, loaded *l, at_eval_reply *rep) {
   memset(l, 0, sizeof *l);
-  const char *names[AT_MAX_PARAMS];
-  for (int i = 0; i < req->nparams; i++) names[i] = req->param_names[i];
-  at_params p = {names, req->param_values, (size_t)req->nparams};
-  if (c->op->launch(req->family, &p, &c->shape, &l->launch)) {
+  l->family = req->family;
+  for (int i = 0; i < req->nparams; i++) l->names[i] = req->param_names[i];
+  l->params = (at_params){l->names, req->param_values, (size_t)req->nparams};
+  if (c->op->launch(req->family, &l->params, &c->shape, c->g->info.sm_count, &l->launch)) {
     set_status(rep, "resources", 0, "no launch for this shape: %s", at_errmsg());
     return 0;
   }
@@ -141,7 +146,7 @@ int at_evaluate(at_eval_ctx *c, const at_eval_req *req, const void *cubin, size_
   loaded l;
   if (!load(c, req, cubin, &l, rep)) return AT_OK;
   rep->occupancy = l.occupancy;
-  if (ensure_workspace(c, l.launch.workspace_bytes)) {
+  if (ensure_workspace(c, l.launch.ws_counters, l.launch.ws_partial_bytes)) {
     set_status(rep, "resources", 0, "workspace: %s", at_errmsg());
     goto out;
   }
@@ -191,7 +196,10 @@ int at_retime(at_eval_ctx *c, int n, const at_eval_req *reqs, const void *const 
   launch_ctx *lc = at_xcalloc((size_t)n, sizeof *lc);
   int samples = reqs[0].samples;
   double *v = at_xcalloc((size_t)(n * samples), sizeof *v);
-  size_t ws = 0;
+  /* One workspace serves every leader: the most counters any needs, and the most partial bytes;
+   * each leader is launched with that counter count, so the layout is the same for all. */
+  int64_t counters = 0;
+  size_t partials = 0;
   for (int i = 0; i < n; i++) {
     memset(&reps[i], 0, sizeof reps[i]);
     reps[i].candidate_id = reqs[i].candidate_id;
@@ -199,9 +207,12 @@ int at_retime(at_eval_ctx *c, int n, const at_eval_req *reqs, const void *const 
     reps[i].check_ratio = -1;
     reps[i].first_bad = -1;
     if (!load(c, &reqs[i], cubins[i], &l[i], &reps[i])) continue;
-    if (l[i].launch.workspace_bytes > ws) ws = l[i].launch.workspace_bytes;
+    if (l[i].launch.ws_counters > counters) counters = l[i].launch.ws_counters;
+    if (l[i].launch.ws_partial_bytes > partials) partials = l[i].launch.ws_partial_bytes;
   }
-  int alive = ensure_workspace(c, ws) == AT_OK;
+  for (int i = 0; i < n; i++)
+    if (l[i].launch.ws_counters) l[i].launch.ws_counters = counters;
+  int alive = ensure_workspace(c, counters, partials) == AT_OK;
   for (int i = 0; i < n && alive; i++) {
     if (!l[i].mod) continue;
     lc[i] = (launch_ctx){c, &l[i]};

@@ -8,6 +8,7 @@
 #include "../core/util.h"
 #include "../gpu/blas.h"
 #include "../gpu/check.h"
+#include "gemm_a8w8_blockscale_kparams.h"
 #include "gpu_op.h"
 
 typedef struct gset {
@@ -183,13 +184,15 @@ static int operands(void *p, int set, CUdeviceptr *ptrs, int cap) {
   return n;
 }
 
-static size_t kernel_args(void *p, int set, CUdeviceptr workspace, void *buf, size_t cap) {
+static int kernel_params(void *p, int set, const char *family, const at_params *params, CUdeviceptr ws,
+                         int64_t ws_counters, at_kparams *out) {
   state *st = p;
   const gset *s = &st->set[set];
-  at_gemm_a8w8_blockscale_args a = {s->a, s->as, s->b, s->bs, s->c, workspace, (int)st->s.m, (int)st->s.n, (int)st->s.k, 0};
-  if (cap < sizeof a) return 0;
-  memcpy(buf, &a, sizeof a);
-  return sizeof a;
+  at_a8w8_plan plan;
+  AT_TRY(at_a8w8_plan_of(family, params, &plan));
+  at_gemm_a8w8_blockscale_args a = {s->a, s->as, s->b, s->bs, s->c, ws, (int)st->s.m, (int)st->s.n, (int)st->s.k,
+                                    (int)ws_counters};
+  return at_a8w8_kparams(&plan, &a, out);
 }
 
 static int enqueue_reference(void *p, int set, CUstream stream) {
@@ -316,7 +319,7 @@ const at_gpu_op at_gpu_op_gemm_a8w8_blockscale = {
     .reference = reference,
     .reference_abs = reference_abs,
     .operands = operands,
-    .kernel_args = kernel_args,
+    .kernel_params = kernel_params,
     .time_reference = time_reference,
     .vendor_prepare = vendor_prepare,
     .vendor_enqueue = enqueue_vendor,

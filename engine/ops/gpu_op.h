@@ -9,6 +9,7 @@
 #include "../gpu/bench.h"
 #include "../gpu/check.h"
 #include "../gpu/gpuctx.h"
+#include "../gpu/launch.h"
 #include "op.h"
 
 typedef struct at_gpu_op {
@@ -29,8 +30,10 @@ typedef struct at_gpu_op {
   /* The buffers of a set in the order of the op's runtime launch function (autotune.h); for the
    * a8w8 GEMM: a, a_scale, b, b_scale, c. Returns how many (at most cap). */
   int (*operands)(void *state, int set, CUdeviceptr *ptrs, int cap);
-  /* Writes the kernel's parameter block for a set into buf; returns its size. */
-  size_t (*kernel_args)(void *state, int set, CUdeviceptr workspace, void *buf, size_t cap);
+  /* The parameters of a launch of a candidate of `family` on a set, with the split-K workspace
+   * (ws, holding ws_counters counters; 0 when the launch has none). */
+  int (*kernel_params)(void *state, int set, const char *family, const at_params *p, CUdeviceptr ws,
+                       int64_t ws_counters, at_kparams *out);
   /* The cuBLAS FP32 GEMM that made the reference, timed. */
   int (*time_reference)(void *state, const at_bench_cfg *cfg, at_bench_result *r);
   /* The vendor's own kernel for this op. vendor_prepare readies it for the shape (once) and sets

@@ -159,7 +159,7 @@ static void sm90_random(void) {
     int m = 1 + (int)((r >> 33) % 3000), n = 8 * (1 + (int)((r >> 45) % 768)), k = 128 * (1 + (int)((r >> 20) % 40));
     fprintf(f, "  - {N: %d, K: %d, M: [%d]}\n", n, k, m);
   }
-  fprintf(f, "timing: {samples: 3, retime_top: 2}\n");
+  fprintf(f, "timing: {samples: 10, retime_top: 2}\n");
   fclose(f);
   char *db = at_path_join(TMP, "sm90_random.db");
   char *argv[] = {(char *)EXE, "--db", db, path, NULL};
