@@ -2,6 +2,7 @@
  * schema. */
 #include "store.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -15,7 +16,16 @@ struct at_store {
   sqlite3 *db;
   char *path;
   sqlite3_stmt *last; /* the statement whose strings a find/get call returned */
+  volatile sig_atomic_t *stop; /* set by a signal: stop waiting for another writer's lock */
+  double lock_wait_s;          /* the longest wait for another writer's lock */
+  double busy_since;           /* when the current wait began */
+  int lock_interrupted;        /* a wait ended because *stop was set */
 };
+
+/* Waiting for another writer's lock: the default for a DB the tuner writes (several tuners may
+ * share one file, each transaction is short, but one may be stopped in a debugger or a shell may
+ * hold a transaction open), and for one opened read-only. */
+enum { LOCK_WAIT_WRITER_S = 6000, LOCK_WAIT_READER_S = 10 };
 
 static int sql_fail(at_store *s, const char *what, int rc, const char *file, int line) {
   return at_fail_api("SQLite", what, file, line, rc, sqlite3_errstr(rc), s->db ? sqlite3_errmsg(s->db) : "");
@@ -114,32 +124,52 @@ int at_store_query_int(at_store *s, const char *sql, int64_t *out) {
   return AT_OK;
 }
 
+/* SQLite's busy handler: sleeps while another connection holds the lock, and gives up when the
+ * wait is over its limit or a signal asked the run to stop (SQLite's own busy timeout sleeps
+ * through signals, which is how a Ctrl-C used to wait for up to 100 minutes). */
+static int on_busy(void *p, int count) {
+  at_store *s = p;
+  double now = at_now_s();
+  if (count == 0) s->busy_since = now;
+  if (s->stop && *s->stop) {
+    s->lock_interrupted = 1;
+    return 0;
+  }
+  if (now - s->busy_since >= s->lock_wait_s) return 0;
+  usleep(count < 20 ? 1000u * (unsigned)(count + 1) : 20000u); /* at most 20 ms between looks */
+  return 1;
+}
+
+void at_store_set_stop(at_store *s, volatile sig_atomic_t *stop) { s->stop = stop; }
+void at_store_set_lock_wait(at_store *s, double seconds) { s->lock_wait_s = seconds; }
+int at_store_lock_interrupted(const at_store *s) { return s->lock_interrupted; }
+
+/* Runs one statement of a transaction's frame (BEGIN IMMEDIATE, COMMIT), waiting for the lock. A
+ * lock still held when the wait ends is said as such: who holds it is the user's to find. */
+static int tx_step(at_store *s, const char *sql) {
+  double t0 = at_now_s();
+  for (;;) {
+    int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) return AT_OK;
+    if ((rc & 0xff) != SQLITE_BUSY) return sql_fail(s, sql, rc, __FILE__, __LINE__);
+    if (s->stop && *s->stop) {
+      s->lock_interrupted = 1;
+      return at_fail(AT_ERR_RUNTIME, "%s: interrupted while waiting for another writer's lock on the DB", s->path);
+    }
+    if (at_now_s() - t0 >= s->lock_wait_s)
+      return at_fail(AT_ERR_RUNTIME, "%s: another writer has held the DB's lock for %.0f s; giving up", s->path,
+                     s->lock_wait_s);
+    usleep(10000); /* SQLite answered busy without waiting (it does, to avoid deadlocks) */
+  }
+}
+
 int at_store_tx(at_store *s, int (*fn)(at_store *s, void *ctx), void *ctx) {
   finalize_last(s);
-  for (int attempt = 0;; attempt++) {
-    int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    if (rc == SQLITE_BUSY && attempt < 600) {
-      usleep(50000);
-      continue;
-    }
-    SQL_CHECK(s, rc);
-    rc = fn(s, ctx);
-    if (rc != AT_OK) {
-      sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-      return rc;
-    }
-    for (int c = 0;; c++) {
-      rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
-      if (rc != SQLITE_BUSY || c >= 600) break;
-      usleep(50000);
-    }
-    if (rc != SQLITE_OK) {
-      int r = sql_fail(s, "COMMIT", rc, __FILE__, __LINE__);
-      sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-      return r;
-    }
-    return AT_OK;
-  }
+  AT_TRY(tx_step(s, "BEGIN IMMEDIATE"));
+  int rc = fn(s, ctx);
+  if (rc == AT_OK) rc = tx_step(s, "COMMIT");
+  if (rc != AT_OK) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
 }
 
 static int create_schema(at_store *s, void *ctx) {
@@ -167,13 +197,14 @@ static int open_common(const char *path, int flags, at_store **out) {
   *out = NULL;
   at_store *s = at_xcalloc(1, sizeof *s);
   s->path = at_xstrdup(path);
+  s->lock_wait_s = (flags & SQLITE_OPEN_READONLY) ? LOCK_WAIT_READER_S : LOCK_WAIT_WRITER_S;
   int rc = sqlite3_open_v2(path, &s->db, flags, NULL);
   if (rc != SQLITE_OK) {
     rc = at_fail(AT_ERR_RUNTIME, "%s: cannot open the DB: %s", path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
     at_store_close(s);
     return rc;
   }
-  sqlite3_busy_timeout(s->db, 10000);
+  sqlite3_busy_handler(s->db, on_busy, s);
   *out = s;
   return AT_OK;
 }
@@ -259,6 +290,25 @@ static int step_id(at_store *s, sqlite3_stmt *st, int64_t *id) {
   sqlite3_finalize(st);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sql_fail(s, "step", rc, __FILE__, __LINE__);
   return AT_OK;
+}
+
+/* Columns the schema declares NOT NULL, read from a DB whose schema may have been edited by hand:
+ * a NULL there is a corrupt DB, said as such, never a crash further on. */
+static int corrupt_null(at_store *s, const char *column, int64_t row) {
+  char where[48] = "";
+  if (row > 0) snprintf(where, sizeof where, " in row %lld", (long long)row);
+  return at_fail(AT_ERR_RUNTIME, "%s: corrupt DB: %s is NULL%s, which autotune never writes (was the schema edited?)",
+                 s->path, column, where);
+}
+
+static int text_col(at_store *s, sqlite3_stmt *st, int i, const char *column, int64_t row, const char **out) {
+  *out = (const char *)sqlite3_column_text(st, i);
+  return *out ? AT_OK : corrupt_null(s, column, row);
+}
+
+static int int_col(at_store *s, sqlite3_stmt *st, int i, const char *column, int64_t row, int64_t *out) {
+  *out = sqlite3_column_int64(st, i);
+  return sqlite3_column_type(st, i) != SQLITE_NULL ? AT_OK : corrupt_null(s, column, row);
 }
 
 /* ---- runs ------------------------------------------------------------------------------------- */
@@ -479,14 +529,17 @@ int at_store_find_candidate(at_store *s, const char *compile_key, at_cand_row *r
     return sql_fail(s, "find candidate", rc, __FILE__, __LINE__);
   }
   s->last = st;
-  *found = 1;
   row->id = sqlite3_column_int64(st, 0);
   row->compile_key = compile_key;
   row->variant_id = sqlite3_column_int64(st, 1);
-  row->params = (const char *)sqlite3_column_text(st, 2);
-  row->name_expr = (const char *)sqlite3_column_text(st, 3);
-  row->arch = (const char *)sqlite3_column_text(st, 4);
-  row->ok = strcmp((const char *)sqlite3_column_text(st, 5), "ok") == 0;
+  const char *status;
+  if ((rc = text_col(s, st, 2, "candidates.params", row->id, &row->params)) ||
+      (rc = text_col(s, st, 3, "candidates.name_expr", row->id, &row->name_expr)) ||
+      (rc = text_col(s, st, 4, "candidates.arch", row->id, &row->arch)) ||
+      (rc = text_col(s, st, 5, "candidates.status", row->id, &status)))
+    return rc;
+  *found = 1;
+  row->ok = strcmp(status, "ok") == 0;
   row->log = (const char *)sqlite3_column_text(st, 6);
   row->lowered_name = (const char *)sqlite3_column_text(st, 7);
   row->regs = sqlite3_column_int(st, 8);
@@ -648,7 +701,7 @@ int at_store_get_result(at_store *s, int64_t candidate_id, int64_t problem_id, i
   *time_us = 0;
   sqlite3_stmt *st;
   SQL_CHECK(s, sqlite3_prepare_v2(s->db,
-                                  "SELECT status, coalesce(time_us, 0) FROM results WHERE candidate_id=? AND"
+                                  "SELECT status, coalesce(time_us, 0), id FROM results WHERE candidate_id=? AND"
                                   " problem_id=? AND device_id=?",
                                   -1, &st, NULL));
   sqlite3_bind_int64(st, 1, candidate_id);
@@ -657,8 +710,11 @@ int at_store_get_result(at_store *s, int64_t candidate_id, int64_t problem_id, i
   int rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) {
     s->last = st;
-    *status = (const char *)sqlite3_column_text(st, 0);
     *time_us = sqlite3_column_double(st, 1);
+    if (text_col(s, st, 0, "results.status", sqlite3_column_int64(st, 2), status)) {
+      *status = "";
+      return AT_ERR_RUNTIME;
+    }
     return AT_OK;
   }
   sqlite3_finalize(st);
@@ -751,15 +807,27 @@ int at_store_devices(at_store *s, at_device_entry **out, size_t *n) {
   sqlite3_stmt *st;
   SQL_CHECK(s, sqlite3_prepare_v2(s->db, "SELECT id, name, arch, cc FROM devices ORDER BY id", -1, &st, NULL));
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  int bad = AT_OK;
+  while (bad == AT_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
     *out = at_xrealloc(*out, sizeof **out * (*n + 1));
     at_device_entry *d = &(*out)[(*n)++];
     d->id = sqlite3_column_int64(st, 0);
-    snprintf(d->name, sizeof d->name, "%s", (const char *)sqlite3_column_text(st, 1));
-    snprintf(d->arch, sizeof d->arch, "%s", (const char *)sqlite3_column_text(st, 2));
-    d->cc = sqlite3_column_int(st, 3);
+    const char *name, *arch;
+    int64_t cc;
+    if ((bad = text_col(s, st, 1, "devices.name", d->id, &name)) || (bad = text_col(s, st, 2, "devices.arch", d->id, &arch)) ||
+        (bad = int_col(s, st, 3, "devices.cc", d->id, &cc)))
+      break;
+    snprintf(d->name, sizeof d->name, "%s", name);
+    snprintf(d->arch, sizeof d->arch, "%s", arch);
+    d->cc = (int)cc;
   }
   sqlite3_finalize(st);
+  if (bad) {
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return bad;
+  }
   SQL_CHECK(s, rc);
   return AT_OK;
 }
@@ -783,16 +851,27 @@ int at_store_tuned_nks(at_store *s, const char *op, int64_t device_id, at_tuned_
                                   -1, &st, NULL));
   sqlite3_bind_int64(st, 1, device_id);
   bind_text(st, 2, op);
-  int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  int rc, bad = AT_OK;
+  while (bad == AT_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *op_name, *tag;
+    int64_t nn, kk;
+    if ((bad = text_col(s, st, 0, "problems.op", -1, &op_name)) || (bad = text_col(s, st, 1, "problems.tag", -1, &tag)) ||
+        (bad = int_col(s, st, 2, "problems.n", -1, &nn)) || (bad = int_col(s, st, 3, "problems.k", -1, &kk)))
+      break;
     *out = at_xrealloc(*out, sizeof **out * (*n + 1));
     at_tuned_nk *t = &(*out)[(*n)++];
-    snprintf(t->op, sizeof t->op, "%s", (const char *)sqlite3_column_text(st, 0));
-    snprintf(t->tag, sizeof t->tag, "%s", (const char *)sqlite3_column_text(st, 1));
-    t->n = sqlite3_column_int64(st, 2);
-    t->k = sqlite3_column_int64(st, 3);
+    snprintf(t->op, sizeof t->op, "%s", op_name);
+    snprintf(t->tag, sizeof t->tag, "%s", tag);
+    t->n = nn;
+    t->k = kk;
   }
   sqlite3_finalize(st);
+  if (bad) {
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return bad;
+  }
   SQL_CHECK(s, rc);
   return AT_OK;
 }
@@ -838,7 +917,7 @@ int at_store_candidate_config(at_store *s, int64_t candidate_id, at_config *out)
   memset(out, 0, sizeof *out);
   sqlite3_stmt *st;
   SQL_CHECK(s, sqlite3_prepare_v2(s->db,
-                                  "SELECT v.name, v.family, v.template, v.entry, c.params FROM candidates c JOIN variants v"
+                                  "SELECT v.name, v.family, v.template, v.entry, c.params, v.id FROM candidates c JOIN variants v"
                                   " ON v.id=c.variant_id WHERE c.id=?",
                                   -1, &st, NULL));
   sqlite3_bind_int64(st, 1, candidate_id);
@@ -848,13 +927,20 @@ int at_store_candidate_config(at_store *s, int64_t candidate_id, at_config *out)
     return rc == SQLITE_DONE ? at_fail(AT_ERR_RUNTIME, "candidate %lld is not in the DB", (long long)candidate_id)
                              : sql_fail(s, "candidate config", rc, __FILE__, __LINE__);
   }
-  const char *tpl = (const char *)sqlite3_column_text(st, 2);
+  const char *name, *family, *tpl, *entry, *params_text;
+  int64_t vid = sqlite3_column_int64(st, 5);
+  if ((rc = text_col(s, st, 0, "variants.name", vid, &name)) || (rc = text_col(s, st, 1, "variants.family", vid, &family)) ||
+      (rc = text_col(s, st, 2, "variants.template", vid, &tpl)) || (rc = text_col(s, st, 3, "variants.entry", vid, &entry)) ||
+      (rc = text_col(s, st, 4, "candidates.params", candidate_id, &params_text))) {
+    sqlite3_finalize(st);
+    return rc;
+  }
   const char *base = strrchr(tpl, '/');
-  snprintf(out->variant, sizeof out->variant, "%s", (const char *)sqlite3_column_text(st, 0));
-  snprintf(out->family, sizeof out->family, "%s", (const char *)sqlite3_column_text(st, 1));
+  snprintf(out->variant, sizeof out->variant, "%s", name);
+  snprintf(out->family, sizeof out->family, "%s", family);
   snprintf(out->template_name, sizeof out->template_name, "%s", base ? base + 1 : tpl);
-  snprintf(out->entry, sizeof out->entry, "%s", (const char *)sqlite3_column_text(st, 3));
-  char *params = at_xstrdup((const char *)sqlite3_column_text(st, 4));
+  snprintf(out->entry, sizeof out->entry, "%s", entry);
+  char *params = at_xstrdup(params_text);
   sqlite3_finalize(st);
   rc = at_config_set_params(out, params);
   free(params);

@@ -8,10 +8,13 @@
  *  - Each finished piece of work (one compile, one result, one run's pruning counts) is its own
  *    transaction, opened with BEGIN IMMEDIATE and retried on SQLITE_BUSY, so several tuners can
  *    share one DB file and a killed run keeps everything it finished.
- *  - Rows are keyed by content (compile key, problem, device), so re-running finds its work. */
+ *  - Rows are keyed by content (compile key, problem, device), so re-running finds its work.
+ *  - What is read back is not trusted to match the schema: a NULL where the schema says NOT NULL
+ *    (a schema edited by hand) is a "corrupt DB" failure, never a crash. */
 #ifndef AT_STORE_H
 #define AT_STORE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +29,14 @@ int at_store_open(const char *path, at_store **out);
 int at_store_open_readonly(const char *path, at_store **out);
 void at_store_close(at_store *s);
 const char *at_store_path(const at_store *s);
+
+/* Waiting for another writer's lock. A DB opened for writing waits up to 100 minutes (several
+ * tuners may share one file), one opened read-only 10 s. The wait is SQLite's busy handler, and it
+ * ends as soon as *stop is set (a Ctrl-C): the write then fails with "interrupted while waiting for
+ * another writer's lock" and at_store_lock_interrupted() says so. stop may be NULL. */
+void at_store_set_stop(at_store *s, volatile sig_atomic_t *stop);
+void at_store_set_lock_wait(at_store *s, double seconds);
+int at_store_lock_interrupted(const at_store *s);
 
 typedef struct at_run_info {
   const char *space_path, *space_hash, *op, *tag, *arch, *nvrtc, *command;

@@ -1,12 +1,15 @@
 /* test_store.c: the SQLite store: schema and version, upserts that keep ids, results replaced in
- * place, read-only opening, refusal of foreign, newer or corrupt files, and two processes
- * writing one DB at once (BEGIN IMMEDIATE with retry). */
+ * place, read-only opening, refusal of foreign, newer or corrupt files, two processes writing one
+ * DB at once (BEGIN IMMEDIATE with retry), NULLs in NOT NULL columns of a schema edited by hand
+ * (a "corrupt DB" error, not a crash), and a wait for another writer's lock that a stop flag ends
+ * at once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/store.h"
 #include "core/util.h"
 #include "check.h"
@@ -43,6 +46,125 @@ static int writer(const char *path, int64_t cand0, int n) {
   }
   at_store_close(s);
   return 0;
+}
+
+/* The schema "edited by hand": every NOT NULL dropped, as someone could with the sqlite3 shell; a
+ * new connection sees the edited schema. */
+static void drop_not_null(const char *path) {
+  at_store *s;
+  CHECK_EQ_INT(at_store_open(path, &s), AT_OK);
+  CHECK_EQ_INT(at_store_exec(s, "PRAGMA writable_schema=ON;"
+                                " UPDATE sqlite_master SET sql=replace(sql, 'NOT NULL', '') WHERE type='table';"
+                                " PRAGMA writable_schema=OFF;"),
+               AT_OK);
+  at_store_close(s);
+}
+
+/* Runs sql on path, then expects the store's reads to fail with "corrupt DB" naming column. */
+static void null_column(const char *path, const char *sql, const char *column) {
+  at_store *s;
+  CHECK_EQ_INT(at_store_open(path, &s), AT_OK);
+  CHECK_EQ_INT(at_store_exec(s, sql), AT_OK);
+  int failures = 0, reads = 0;
+  at_cand_row row;
+  int found = 0;
+  const char *status;
+  double us;
+  at_device_entry *devs = NULL;
+  size_t n = 0;
+  at_tuned_nk *nks = NULL;
+  at_config cfg;
+  /* Every read that touches the column: each either succeeds or says "corrupt DB". */
+#define READ(expr)                                                                                                     \
+  do {                                                                                                                 \
+    reads++;                                                                                                           \
+    if ((expr) != AT_OK) {                                                                                             \
+      failures++;                                                                                                      \
+      CHECK_CONTAINS(at_errmsg(), "corrupt DB");                                                                       \
+      CHECK_CONTAINS(at_errmsg(), column);                                                                             \
+    }                                                                                                                  \
+  } while (0)
+  READ(at_store_find_candidate(s, "key-a", &row, &found));
+  READ(at_store_get_result(s, 1, 1, 1, &status, &us));
+  READ(at_store_devices(s, &devs, &n));
+  free(devs);
+  READ(at_store_tuned_nks(s, NULL, 1, &nks, &n));
+  free(nks);
+  READ(at_store_candidate_config(s, 1, &cfg));
+#undef READ
+  CHECK(failures >= 1);
+  if (failures < 1) fprintf(stderr, "  no read noticed NULL in %s\n", column);
+  at_store_close(s);
+}
+
+/* A DB whose schema lost its NOT NULLs, with NULLs where autotune never writes them: each read
+ * that meets one fails cleanly (these used to be strcmp and strrchr on NULL). */
+static void null_columns(const char *tmp) {
+  static const struct {
+    const char *sql, *column;
+  } CASES[] = {
+      {"UPDATE candidates SET status=NULL", "candidates.status"},
+      {"UPDATE candidates SET params=NULL", "candidates.params"},
+      {"UPDATE results SET status=NULL", "results.status"},
+      {"UPDATE devices SET name=NULL", "devices.name"},
+      {"UPDATE devices SET cc=NULL", "devices.cc"},
+      {"UPDATE problems SET tag=NULL", "problems.tag"},
+      {"UPDATE variants SET template=NULL", "variants.template"},
+      {"UPDATE variants SET entry=NULL", "variants.entry"},
+  };
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+    char *path = at_xasprintf("%s/null%zu.db", tmp, i);
+    at_store *s;
+    CHECK_EQ_INT(at_store_open(path, &s), AT_OK);
+    int64_t var, cid, prob, dev;
+    CHECK_EQ_INT(at_store_variant(s, "op", "mma", "mma", "/a/t.cuh", "k<A>", "h", 0, &var), AT_OK);
+    at_cand_row c = cand("key-a", var, 64);
+    CHECK_EQ_INT(at_store_put_candidate(s, &c, &cid), AT_OK);
+    CHECK_EQ_INT(at_store_problem(s, "op", "TAG", 16, 1024, 1024, &prob), AT_OK);
+    at_device_row d = {"GPU X", "sm_90a", "uuid", "13.0", 90, 132, 50 << 20, 232448, 80LL << 30};
+    CHECK_EQ_INT(at_store_device(s, &d, &dev), AT_OK);
+    at_result_row r = {.candidate_id = cid, .problem_id = prob, .device_id = dev, .status = "ok", .time_us = 1,
+                       .samples = 10};
+    CHECK_EQ_INT(at_store_put_result(s, &r), AT_OK);
+    at_store_close(s);
+    drop_not_null(path);
+    null_column(path, CASES[i].sql, CASES[i].column);
+    free(path);
+  }
+}
+
+/* Another connection holds the write lock: a write waits (up to its limit), and ends at once when
+ * the stop flag is set, with a message that says why; the store remembers that it was stopped. */
+static void lock_wait(const char *tmp) {
+  char *path = at_path_join(tmp, "locked.db");
+  at_store *holder, *s;
+  CHECK_EQ_INT(at_store_open(path, &holder), AT_OK);
+  CHECK_EQ_INT(at_store_open(path, &s), AT_OK);
+  CHECK_EQ_INT(at_store_exec(holder, "BEGIN IMMEDIATE"), AT_OK);
+  int64_t id;
+  /* A short limit, no stop: gives up after it, saying who holds what. */
+  at_store_set_lock_wait(s, 0.3);
+  double t0 = at_now_s();
+  CHECK_EQ_INT(at_store_problem(s, "op", "T", 1, 8, 128, &id), AT_ERR_RUNTIME);
+  double waited = at_now_s() - t0;
+  CHECK(waited >= 0.25 && waited < 5);
+  CHECK_CONTAINS(at_errmsg(), "another writer has held the DB's lock");
+  CHECK(!at_store_lock_interrupted(s));
+  /* A long limit and the stop flag set: ends at once. */
+  volatile sig_atomic_t stop = 1;
+  at_store_set_lock_wait(s, 6000);
+  at_store_set_stop(s, &stop);
+  t0 = at_now_s();
+  CHECK_EQ_INT(at_store_problem(s, "op", "T", 1, 8, 128, &id), AT_ERR_RUNTIME);
+  CHECK(at_now_s() - t0 < 2);
+  CHECK_CONTAINS(at_errmsg(), "interrupted while waiting for another writer's lock");
+  CHECK(at_store_lock_interrupted(s));
+  /* Once the lock is free, writes go through again (the flag no longer matters without a wait). */
+  CHECK_EQ_INT(at_store_exec(holder, "COMMIT"), AT_OK);
+  CHECK_EQ_INT(at_store_problem(s, "op", "T", 1, 8, 128, &id), AT_OK);
+  at_store_close(s);
+  at_store_close(holder);
+  free(path);
 }
 
 int main(void) {
@@ -166,6 +288,9 @@ int main(void) {
   CHECK_EQ_INT(at_store_query_int(s, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check='ok'", &v), AT_OK);
   CHECK_EQ_INT(v, 1);
   at_store_close(s);
+
+  null_columns(tmp);
+  lock_wait(tmp);
 
   free(shared), free(corrupt), free(foreign), free(newer), free(missing), free(path), free(tmp);
   return check_summary();
