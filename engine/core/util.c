@@ -117,30 +117,51 @@ char *at_buf_steal(at_buf *b) {
   return s;
 }
 
+/* What a non-regular file is, for a message that says why it was refused. */
+static const char *file_kind(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "a special file";
+}
+
 int at_read_file(const char *path, size_t max_size, char **data, size_t *size) {
   *data = NULL;
   *size = 0;
-  FILE *f = fopen(path, "rb");
-  /* A file that cannot be opened is the caller's input problem (missing, unreadable, a directory). */
-  if (!f) return at_fail(AT_ERR_INPUT, "%s: %s", path, strerror(errno));
+  /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. The type is
+   * checked on the open descriptor, so a file swapped in between cannot slip past. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  /* A file that cannot be opened is the caller's input problem (missing, unreadable). */
+  if (fd < 0) return at_fail(AT_ERR_INPUT, "%s: %s", path, strerror(errno));
   struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return at_fail(AT_ERR_INPUT, "%s: not a regular file", path);
+  int rc = AT_OK;
+  if (fstat(fd, &st) != 0)
+    rc = at_fail(AT_ERR_RUNTIME, "%s: %s", path, strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    rc = at_fail(AT_ERR_INPUT, "%s: %s, not a regular file; refusing to read it", path, file_kind(st.st_mode));
+  if (rc) {
+    close(fd);
+    return rc;
   }
   if (max_size && (size_t)st.st_size > max_size) {
-    fclose(f);
+    close(fd);
     return at_fail(AT_ERR_INPUT, "%s:1:1: file is %lld bytes, over the limit of %zu bytes", path,
                    (long long)st.st_size, max_size);
   }
-  size_t n = (size_t)st.st_size;
+  size_t n = (size_t)st.st_size, got = 0;
   char *p = at_xmalloc(n + 1);
-  size_t got = fread(p, 1, n, f);
-  int err = ferror(f);
-  fclose(f);
-  if (err || got != n) {
+  while (got < n) {
+    ssize_t r = read(fd, p + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  close(fd);
+  if (got != n) {
     free(p);
-    return at_fail(AT_ERR_RUNTIME, "%s: read failed", path);
+    return at_fail(AT_ERR_RUNTIME, "%s: read failed (%zu of %zu bytes)", path, got, n);
   }
   p[n] = 0;
   *data = p;
@@ -218,6 +239,30 @@ char *at_path_join(const char *dir, const char *name) {
 int at_file_exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The canonical spelling of a path that may not exist yet: realpath() of the file, else of its
+ * directory followed by its name. malloc'd; NULL when not even the directory resolves. */
+static char *canonical_path(const char *path) {
+  char *r = realpath(path, NULL);
+  if (r) return r;
+  char *dir = at_dirname(path), *rdir = realpath(dir, NULL);
+  const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+  char *out = rdir ? at_path_join(rdir, base) : NULL;
+  free(dir);
+  free(rdir);
+  return out;
+}
+
+int at_same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  /* One of them does not exist yet (a DB a run is about to create): compare the spellings. */
+  char *ca = canonical_path(a), *cb = canonical_path(b);
+  int same = ca && cb ? strcmp(ca, cb) == 0 : strcmp(a, b) == 0;
+  free(ca);
+  free(cb);
+  return same;
 }
 
 double at_now_s(void) {

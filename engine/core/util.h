@@ -46,6 +46,9 @@ int at_mkdirs(const char *path);
 char *at_dirname(const char *path);
 char *at_path_join(const char *dir, const char *name);
 int at_file_exists(const char *path);
+/* Do two paths name one file? By device and inode when both exist, else by their canonical
+ * spelling (realpath of the file, or of its directory when the file does not exist yet). */
+int at_same_file(const char *a, const char *b);
 
 double at_now_s(void);      /* monotonic seconds */
 char *at_utc_now_iso(void); /* "2026-11-22T05:00:00Z", malloc'd */

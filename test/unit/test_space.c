@@ -4,11 +4,13 @@
  * corpus of malformed spaces in test/data/bad/, where every file's first line says where the
  * error must point and what it must say ("# expect: LINE:COL: substring"; files named enum_*
  * load and fail in at_enumerate); malformed files that cannot be committed (not UTF-8, NUL and
- * control bytes, over 1 MiB), written at run time under AT_TEST_TMP; and a small valid space
+ * control bytes, over 1 MiB, a FIFO), written at run time under AT_TEST_TMP; and a small valid space
  * using the short forms (a scalar M, a single scalar value, no constraints). */
 #include <dirent.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "core/enumerate.h"
@@ -424,6 +426,27 @@ static void test_size_limit(void) {
 /* ---- (d) a small valid space with the short forms --------------------------------------------- */
 
 static void test_small_good_space(void) {
+/* A FIFO as the space used to block in open() until something wrote to it, forever: now it is
+ * refused at once, as is a directory. SIGALRM ends the test if the load blocks. */
+static void test_not_a_regular_file(void) {
+  char *fifo = tmp_path("fifo.yaml");
+  unlink(fifo);
+  CHECK_EQ_INT(mkfifo(fifo, 0644), 0);
+  alarm(30);
+  at_space *s = NULL;
+  CHECK_EQ_INT(at_space_load(fifo, &s), AT_ERR_INPUT);
+  CHECK(s == NULL);
+  CHECK_CONTAINS(at_errmsg(), fifo);
+  CHECK_CONTAINS(at_errmsg(), "a FIFO, not a regular file");
+  char *dir = tmp_path("dir.yaml");
+  at_mkdirs(dir);
+  CHECK_EQ_INT(at_space_load(dir, &s), AT_ERR_INPUT);
+  CHECK_CONTAINS(at_errmsg(), "a directory, not a regular file");
+  alarm(0);
+  unlink(fifo);
+  free(fifo), free(dir);
+}
+
   char *text = good_space("");
   char *path = tmp_path("small.yaml");
   write_text(path, text, strlen(text));
@@ -483,3 +506,4 @@ int main(void) {
   test_small_good_space();
   return check_summary();
 }
+  test_not_a_regular_file();
