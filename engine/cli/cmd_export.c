@@ -1,6 +1,9 @@
 /* cmd_export.c: `autotune export`: the tuned configs of the DB as JSON files, one per
  * (device, tag, N, K) with the M buckets, plus one default file per (device, tag). Everything is
- * computed from the DB; earlier files are never read. Format: docs/formats.md. */
+ * computed from the DB; earlier files are never read. Format: docs/formats.md.
+ *
+ * The DB is input like any other: every (op, tag) in it is checked (core/select.h) before the first
+ * file is written, so a DB edited by hand cannot make a file name that leaves --out. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,8 @@ static int write_set(const at_config_set *cs, const char *dir, const char *devic
     snprintf(name, sizeof name, "%s-GEMM-%s-N=%lld-K=%lld.json", device, cs->tag, (long long)cs->n, (long long)cs->k);
   else
     snprintf(name, sizeof name, "%s-GEMM-%s.json", device, cs->tag);
+  if (strchr(name, '/')) /* the names were checked; this is the last line of defence */
+    return at_fail(AT_ERR_RUNTIME, "export: refusing to write '%s', which is not a plain file name", name);
   char *path = at_path_join(dir, name);
   at_config_set copy = *cs;
   snprintf(copy.device, sizeof copy.device, "%s", device);
@@ -87,6 +92,14 @@ int cmd_export(int argc, char **argv) {
         rc = at_fail(AT_ERR_INPUT, "export: %s and %s would both be exported as %s; use --device-name product",
                      devs[d].name, devs[e].name, a);
     }
+  /* Every (op, tag) checked before anything is written. */
+  for (size_t d = 0; d < ndev && rc == AT_OK; d++) {
+    at_tuned_nk *nks = NULL;
+    size_t nnk = 0;
+    rc = at_store_tuned_nks(db, NULL, devs[d].id, &nks, &nnk);
+    for (size_t i = 0; i < nnk && rc == AT_OK; i++) rc = at_select_check_names(db, nks[i].op, nks[i].tag);
+    free(nks);
+  }
   for (size_t d = 0; d < ndev && rc == AT_OK; d++) {
     char device[128];
     at_device_file_name(&devs[d], product, device, sizeof device);

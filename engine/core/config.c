@@ -11,6 +11,13 @@
 const char *const AT_BUCKET_NAMES[AT_NBUCKETS] = {"small", "medium_M32", "medium_M64", "medium_M128",
                                                    "large", "xlarge", "any"};
 
+int at_name_ok(const char *s) {
+  if (!s || !*s) return 0;
+  for (; *s; s++)
+    if (!(isalnum((unsigned char)*s) || *s == '_')) return 0;
+  return 1;
+}
+
 int at_bucket_of(int64_t m) {
   if (m < 32) return AT_BUCKET_SMALL;
   if (m <= 32) return AT_BUCKET_M32;

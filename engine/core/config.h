@@ -22,6 +22,11 @@ enum {
 };
 extern const char *const AT_BUCKET_NAMES[AT_NBUCKETS];
 
+/* The rule for names that end up in file names or kernel names: tags, variant and constraint names
+ * are letters, digits and _. One rule for names read from a search space and names read back from
+ * a DB, which may have been edited by hand. */
+int at_name_ok(const char *s);
+
 /* The bucket of an M (>= 1); never AT_BUCKET_ANY. */
 int at_bucket_of(int64_t m);
 

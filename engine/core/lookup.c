@@ -41,7 +41,10 @@ static int from_db(const at_lookup_req *q, at_lookup_result *out) {
       if (strcmp(q->device_names[d], arch_name) != 0 && strcmp(q->device_names[d], product) != 0) continue;
       at_tuned_nk *nks = NULL;
       size_t nnk = 0;
-      if (at_store_tuned_nks(q->db, q->op, devs[i].id, &nks, &nnk)) break;
+      if (at_store_tuned_nks(q->db, q->op, devs[i].id, &nks, &nnk)) {
+        warn(q, "DB %s unreadable (%s); trying the next source", at_store_path(q->db), at_errmsg());
+        break;
+      }
       for (size_t j = 0; j < nnk && !found; j++) {
         if (nks[j].n != q->n || nks[j].k != q->k || (q->tag && strcmp(nks[j].tag, q->tag) != 0)) continue;
         if (at_select_nk(q->db, &devs[i], q->op, nks[j].tag, q->n, q->k, &out->set) == AT_OK) {

@@ -98,8 +98,47 @@ static int64_t choose(const tuned *t, const int64_t *ms, int nms) {
   return best;
 }
 
-static int fill(at_store *db, tuned *t, at_config_set *out, int b, int64_t cand, const int64_t *ms, int nms) {
-  AT_TRY(at_store_candidate_config(db, cand, &out->bucket[b]));
+/* ---- names read back from the DB ---------------------------------------------------------------- */
+
+/* What the DB names is checked as the loader checks a search space (space.c): the DB may have been
+ * edited by hand, and its tag names files (a tag with "/.." would put them outside --out), its op
+ * and family choose code, its template a file. A violation is a corrupt DB. */
+int at_select_check_names(at_store *db, const char *op, const char *tag) {
+  if (!at_op_find(op))
+    return at_fail(AT_ERR_RUNTIME, "%s: corrupt DB: unknown op '%s' (known: %s)", at_store_path(db), op, at_op_names());
+  if (!at_name_ok(tag))
+    return at_fail(AT_ERR_RUNTIME, "%s: corrupt DB: tag '%s' must be letters, digits and _ (it names files)",
+                   at_store_path(db), tag);
+  return AT_OK;
+}
+
+static int check_config(at_store *db, const char *op_name, int64_t cand, const at_config *c) {
+  const at_op *op = at_op_find(op_name);
+  const char *path = at_store_path(db), *why = NULL;
+  int family_known = 0;
+  for (const char *const *f = op ? op->families : NULL; f && *f; f++) family_known |= strcmp(*f, c->family) == 0;
+  if (!at_name_ok(c->variant))
+    why = "its variant name must be letters, digits and _";
+  else if (!family_known)
+    why = "its family is not one the op has";
+  else if (!c->template_name[0] || strcmp(c->template_name, ".") == 0 || strcmp(c->template_name, "..") == 0)
+    why = "its template is not a file name";
+  else if (!strchr(c->entry, '<') || c->entry[strlen(c->entry) - 1] != '>')
+    why = "its entry is not a kernel template instantiation like 'kernel<BLOCK_M, BLOCK_N>'";
+  if (why)
+    return at_fail(AT_ERR_RUNTIME, "%s: corrupt DB: candidate %lld (variant '%s', family '%s', template '%s'): %s", path,
+                   (long long)cand, c->variant, c->family, c->template_name, why);
+  return AT_OK;
+}
+
+static int candidate_config(at_store *db, const char *op, int64_t cand, at_config *out) {
+  AT_TRY(at_store_candidate_config(db, cand, out));
+  return check_config(db, op, cand, out);
+}
+
+static int fill(at_store *db, const char *op, tuned *t, at_config_set *out, int b, int64_t cand, const int64_t *ms,
+                int nms) {
+  AT_TRY(candidate_config(db, op, cand, &out->bucket[b]));
   out->ntuned[b] = 0;
   for (int i = 0; i < nms && i < 16; i++) {
     out->tuned_m[b][i] = ms[i];
@@ -109,17 +148,19 @@ static int fill(at_store *db, tuned *t, at_config_set *out, int b, int64_t cand,
   return AT_OK;
 }
 
-static void header(const at_device_entry *dev, const char *op, const char *tag, at_config_set *out) {
+static int header(at_store *db, const at_device_entry *dev, const char *op, const char *tag, at_config_set *out) {
   memset(out, 0, sizeof *out);
+  AT_TRY(at_select_check_names(db, op, tag));
   snprintf(out->op, sizeof out->op, "%s", op);
   snprintf(out->tag, sizeof out->tag, "%s", tag);
   at_device_file_name(dev, 0, out->device, sizeof out->device);
   snprintf(out->device_name, sizeof out->device_name, "%s", dev->name);
   snprintf(out->arch, sizeof out->arch, "%s", dev->arch);
+  return AT_OK;
 }
 
 /* Chooses per bucket; chosen[b] gets the candidate id (-1 for none). */
-static int select_tuned(at_store *db, tuned *t, at_config_set *out, int64_t chosen[AT_NBUCKETS]) {
+static int select_tuned(at_store *db, const char *op, tuned *t, at_config_set *out, int64_t chosen[AT_NBUCKETS]) {
   int64_t bucket_ms[AT_BUCKET_ANY][64];
   int nb[AT_BUCKET_ANY] = {0};
   int64_t largest = 0;
@@ -133,10 +174,10 @@ static int select_tuned(at_store *db, tuned *t, at_config_set *out, int64_t chos
     if (!nb[b]) continue;
     chosen[b] = choose(t, bucket_ms[b], nb[b]);
     if (chosen[b] < 0) chosen[b] = winner_at(t, bucket_ms[b][nb[b] - 1]); /* no config passed them all */
-    if (chosen[b] >= 0) AT_TRY(fill(db, t, out, b, chosen[b], bucket_ms[b], nb[b]));
+    if (chosen[b] >= 0) AT_TRY(fill(db, op, t, out, b, chosen[b], bucket_ms[b], nb[b]));
   }
   chosen[AT_BUCKET_ANY] = winner_at(t, largest);
-  if (chosen[AT_BUCKET_ANY] >= 0) AT_TRY(fill(db, t, out, AT_BUCKET_ANY, chosen[AT_BUCKET_ANY], &largest, 1));
+  if (chosen[AT_BUCKET_ANY] >= 0) AT_TRY(fill(db, op, t, out, AT_BUCKET_ANY, chosen[AT_BUCKET_ANY], &largest, 1));
   /* Empty buckets: the config of the nearest tuned M. */
   for (int b = 0; b < AT_BUCKET_ANY; b++) {
     if (nb[b]) continue;
@@ -158,7 +199,7 @@ static int select_tuned(at_store *db, tuned *t, at_config_set *out, int64_t chos
 
 int at_select_nk(at_store *db, const at_device_entry *dev, const char *op, const char *tag, int64_t n, int64_t k,
                  at_config_set *out) {
-  header(dev, op, tag, out);
+  AT_TRY(header(db, dev, op, tag, out));
   out->n = n;
   out->k = k;
   tuned t;
@@ -166,13 +207,13 @@ int at_select_nk(at_store *db, const at_device_entry *dev, const char *op, const
   if (rc == AT_OK && t.nm == 0)
     rc = at_fail(AT_ERR_RUNTIME, "nothing tuned for %s %s N=%lld K=%lld on %s", op, tag, (long long)n, (long long)k, dev->name);
   int64_t chosen[AT_NBUCKETS];
-  if (rc == AT_OK) rc = select_tuned(db, &t, out, chosen);
+  if (rc == AT_OK) rc = select_tuned(db, op, &t, out, chosen);
   free(t.rows);
   return rc;
 }
 
 int at_select_default(at_store *db, const at_device_entry *dev, const char *op, const char *tag, at_config_set *out) {
-  header(dev, op, tag, out);
+  AT_TRY(header(db, dev, op, tag, out));
   at_tuned_nk *nks;
   size_t nnk;
   AT_TRY(at_store_tuned_nks(db, op, dev->id, &nks, &nnk));
@@ -183,9 +224,9 @@ int at_select_default(at_store *db, const at_device_entry *dev, const char *op, 
   for (size_t i = 0; i < nnk && rc == AT_OK; i++) {
     if (strcmp(nks[i].tag, tag) != 0) continue;
     at_config_set tmp;
-    header(dev, op, tag, &tmp);
-    rc = load_tuned(db, dev, op, tag, nks[i].n, nks[i].k, &ts[nsets]);
-    if (rc == AT_OK) rc = select_tuned(db, &ts[nsets], &tmp, chosen[nsets]);
+    rc = header(db, dev, op, tag, &tmp);
+    if (rc == AT_OK) rc = load_tuned(db, dev, op, tag, nks[i].n, nks[i].k, &ts[nsets]);
+    if (rc == AT_OK) rc = select_tuned(db, op, &ts[nsets], &tmp, chosen[nsets]);
     nsets++;
   }
   if (rc == AT_OK && nsets == 0) rc = at_fail(AT_ERR_RUNTIME, "nothing tuned for %s %s on %s", op, tag, dev->name);
@@ -209,7 +250,7 @@ int at_select_default(at_store *db, const at_device_entry *dev, const char *op, 
         }
       if (votes > best_votes || (votes == best_votes && sc < best_score)) best = c, best_votes = votes, best_score = sc;
     }
-    if (best >= 0) rc = at_store_candidate_config(db, best, &out->bucket[b]);
+    if (best >= 0) rc = candidate_config(db, op, best, &out->bucket[b]);
   }
   for (size_t i = 0; i < nsets; i++) free(ts[i].rows);
   free(ts);

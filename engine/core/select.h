@@ -21,6 +21,11 @@ int at_select_nk(at_store *db, const at_device_entry *dev, const char *op, const
 /* The default file of (op, tag) on a device, from every (N, K) of that tag in the DB. */
 int at_select_default(at_store *db, const at_device_entry *dev, const char *op, const char *tag, at_config_set *out);
 
+/* An (op, tag) read from the DB, checked as a search space's are: a known op, a tag of letters,
+ * digits and _ (it names files). Fails with "PATH: corrupt DB: ..." otherwise. at_select_nk and
+ * at_select_default check it, and every config they read, themselves. */
+int at_select_check_names(at_store *db, const char *op, const char *tag);
+
 /* The device names used in file names: "sm90" per arch, or the product with spaces as
  * underscores. */
 void at_device_file_name(const at_device_entry *dev, int product, char *out, size_t n);

@@ -81,12 +81,8 @@ static int is_identifier(const char *s) {
   return 1;
 }
 
-static int is_tag_name(const char *s) {
-  if (!*s) return 0;
-  for (; *s; s++)
-    if (!(isalnum((unsigned char)*s) || *s == '_')) return 0;
-  return 1;
-}
+/* The rule is shared with what export and lookup read back from a DB (config.h). */
+static int is_tag_name(const char *s) { return at_name_ok(s); }
 
 /* Checks that every key of a mapping is one of the allowed ones. */
 static int check_keys(loader *L, const at_ynode *map, const char *where, const char *const *allowed) {
