@@ -1,5 +1,7 @@
 /* cmd_query.c: `autotune query`: the configuration the runtime library would launch for a
- * problem, and which source answered (lookup order: core/lookup.h). */
+ * problem, and which source answered (lookup order: core/lookup.h). The shape is checked against
+ * the op's rules (a shape the op cannot run has no answer), and a --device that no source knows is
+ * said, since its answer can only be the built-in config. */
 #include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -8,6 +10,7 @@
 
 #include "../core/device.h"
 #include "../core/lookup.h"
+#include "../core/select.h"
 #include "../core/util.h"
 #include "../core/workerproc.h"
 #include "commands.h"
@@ -25,6 +28,64 @@ static int parse_dim(const char *name, const char *v, int64_t *out) {
   if (at_parse_i64(v, out) != 0 || *out < 1)
     return at_fail(AT_ERR_INPUT, "query: %s expects a positive integer, got '%s'", name, v);
   return AT_OK;
+}
+
+/* The problem against the op's rules, naming the argument at fault. */
+static int check_problem(const char *op_name, int64_t m, int64_t n, int64_t k) {
+  const at_op *op = at_op_find(op_name);
+  if (!op) return at_fail(AT_ERR_INPUT, "unknown op '%s' (known: %s)", op_name, at_op_names());
+  at_shape s = {m, n, k};
+  int dim = 0;
+  if (op->check_shape(&s, &dim) == AT_OK) return AT_OK;
+  static const char *const ARG[3] = {"-M", "-N", "-K"};
+  int64_t v[3] = {m, n, k};
+  dim = dim >= 0 && dim < 3 ? dim : 0;
+  return at_fail(AT_ERR_INPUT, "query: %s %lld: %s", ARG[dim], (long long)v[dim], at_errmsg());
+}
+
+/* Device names, each once. */
+typedef struct name_list {
+  char v[64][128];
+  int n;
+} name_list;
+
+static void add_name(name_list *l, const char *name) {
+  for (int i = 0; i < l->n; i++)
+    if (strcmp(l->v[i], name) == 0) return;
+  if (l->n < 64) snprintf(l->v[l->n++], sizeof l->v[0], "%s", name);
+}
+
+/* A --device that neither the DB nor the configs directory knows gets the built-in config, whatever
+ * the user meant (a typo, "H100" for "sm90"): warn, naming the devices they do know. */
+static void warn_unknown_device(const char *device, at_store *db, const char *configs) {
+  name_list known = {.n = 0};
+  at_device_entry *devs = NULL;
+  size_t ndev = 0;
+  if (db && at_store_devices(db, &devs, &ndev) == AT_OK)
+    for (size_t i = 0; i < ndev; i++)
+      for (int product = 0; product < 2; product++) {
+        char name[128];
+        at_device_file_name(&devs[i], product, name, sizeof name);
+        add_name(&known, name);
+      }
+  free(devs);
+  DIR *d = configs ? opendir(configs) : NULL;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    const char *g = strstr(e->d_name, "-GEMM-");
+    size_t len = strlen(e->d_name);
+    if (!g || len < 5 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)(g - e->d_name), e->d_name);
+    add_name(&known, name);
+  }
+  if (d) closedir(d);
+  for (int i = 0; i < known.n; i++)
+    if (strcmp(known.v[i], device) == 0) return;
+  at_buf list = {0};
+  for (int i = 0; i < known.n; i++) at_buf_printf(&list, "%s%s", i ? ", " : "", known.v[i]);
+  fprintf(stderr, "autotune: warning: --device %s: neither the DB nor the configs know it (known: %s); the answer is the built-in config\n",
+          device, known.n ? list.data : "none");
+  at_buf_free(&list);
 }
 
 /* The one device the configs directory has files for, or an error listing them. */
@@ -76,6 +137,7 @@ int cmd_query(int argc, char **argv) {
   if (optind != argc) return at_fail(AT_ERR_INPUT, "query: unexpected argument '%s'", argv[optind]);
   if (!op) return at_fail(AT_ERR_INPUT, "query: --op is required (see --help)");
   if (!m || !n || !k) return at_fail(AT_ERR_INPUT, "query: -M, -N and -K are required (see --help)");
+  AT_TRY(check_problem(op, m, n, k));
   if (!configs) {
     DIR *d = opendir("configs");
     if (d) closedir(d), configs = "configs";
@@ -105,6 +167,7 @@ int cmd_query(int argc, char **argv) {
   at_store *db = NULL;
   if (db_path && at_store_open_readonly(db_path, &db) != AT_OK)
     fprintf(stderr, "autotune: warning: DB %s unusable (%s); trying the next source\n", db_path, at_errmsg());
+  if (device) warn_unknown_device(device, db, configs);
   at_lookup_req q = {op, tag, {names[0], names[1][0] ? names[1] : NULL}, n, k, db, configs, NULL};
   at_lookup_result r;
   int rc = at_lookup(&q, &r);

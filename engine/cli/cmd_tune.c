@@ -2,13 +2,14 @@
  * check and time every candidate on every shape, recording everything in the DB.
  *
  * Order matters: everything that can reject the user's input (options, the space, its templates,
- * the enumeration with its constraint arithmetic) happens before the DB is opened, so bad input
- * exits 2 and leaves no trace. */
+ * the enumeration with its constraint arithmetic, an output path that is one of the inputs)
+ * happens before the DB is opened, so bad input exits 2 and leaves no trace. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/cache.h"
 #include "../core/compile.h"
@@ -24,11 +25,19 @@
 
 static volatile sig_atomic_t g_stop;
 /* The first Ctrl-C or SIGTERM stops cleanly (running work finishes, everything is kept); a second
- * one ends the process at once (its workers die with it). */
+ * one, of either kind, ends the process at once (its workers die with it). Only async-signal-safe
+ * calls here. */
 static void on_signal(int sig) {
+  (void)sig;
+  static const char msg[] = "\nautotune: stopping after the work in progress; press Ctrl-C again to quit at once\n";
   g_stop = 1;
-  signal(sig, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  (void)!write(2, msg, sizeof msg - 1);
 }
+
+/* After a stop, how long recording the run's end may wait for another writer's lock on the DB. */
+enum { FINAL_LOCK_WAIT_S = 10 };
 
 static const char *USAGE =
     "usage: autotune [tune] [options] SPACE.yaml\n\n"
@@ -44,7 +53,8 @@ static const char *USAGE =
     "                       has the cubin) and time everything again\n"
     "  --no-baselines       do not time the vendor kernel per shape\n"
     "  --pch                use NVRTC precompiled headers\n"
-    "  --summary-json FILE  also write the summary as JSON\n"
+    "  --summary-json FILE  also write the summary as JSON (not over an input of the run)\n"
+    "  --max-candidates N   refuse a space with more than N candidates after pruning (default 100000)\n"
     "environment: AUTOTUNE_DB, AUTOTUNE_CACHE (compile cache dir), AUTOTUNE_TEMPLATES, AUTOTUNE_PROGRESS,\n"
     "             AUTOTUNE_DEBUG (a line per outcome), AUTOTUNE_DUMP_PTX (a directory for the PTX of compiles)\n";
 
@@ -55,6 +65,7 @@ typedef struct options {
   const char *gpus;
   int compile_only, fresh, pch, no_baselines;
   const char *summary_json;
+  int64_t max_candidates;
   const char *space;
 } options;
 
@@ -72,12 +83,13 @@ static int parse_options(int argc, char **argv, options *o) {
       {"arch", required_argument, 0, 'a'},    {"gpus", required_argument, 0, 'g'},
       {"compile-only", no_argument, 0, 'c'},  {"fresh", no_argument, 0, 'f'},
       {"pch", no_argument, 0, 'p'},           {"no-baselines", no_argument, 0, 'B'},
-      {"summary-json", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+      {"summary-json", required_argument, 0, 's'}, {"max-candidates", required_argument, 0, 'm'},
+      {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   const char *env_db = getenv("AUTOTUNE_DB");
   o->db = env_db && *env_db ? env_db : "tuned/autotune.db";
   o->jobs = at_cpu_count();
+  o->max_candidates = AT_DEFAULT_MAX_CANDIDATES;
   optind = 1;
   opterr = 0;
   int ch;
@@ -92,6 +104,10 @@ static int parse_options(int argc, char **argv, options *o) {
     case 'p': o->pch = 1; break;
     case 'B': o->no_baselines = 1; break;
     case 's': o->summary_json = optarg; break;
+    case 'm':
+      if (at_parse_i64(optarg, &o->max_candidates) != 0 || o->max_candidates < 1)
+        return at_fail(AT_ERR_INPUT, "--max-candidates: expects a positive integer, got '%s'", optarg);
+      break;
     case 'h': fputs(USAGE, stdout); return -1;
     case ':': return at_fail(AT_ERR_INPUT, "tune: option %s needs a value (see --help)", argv[optind - 1]);
     default: return at_fail(AT_ERR_INPUT, "tune: unknown option '%s' (see --help)", argv[optind - 1]);
@@ -145,6 +161,28 @@ static int select_gpus(const char *list, const at_device_info *all, int nall, at
   return AT_OK;
 }
 
+/* --summary-json must not name a file the run reads or writes: the atomic write would replace the
+ * DB (or its journal), the space or a template with a page of JSON. Checked before anything is
+ * written, by device and inode where both exist and by canonical path where not (the DB of a first
+ * run does not exist yet). */
+static int check_output(const options *o, const at_space *space) {
+  if (!o->summary_json) return AT_OK;
+  char *inputs[4] = {at_xstrdup(o->db), at_xasprintf("%s-wal", o->db), at_xasprintf("%s-shm", o->db),
+                     at_xasprintf("%s-journal", o->db)};
+  const char *what = NULL, *path = NULL;
+  for (int i = 0; i < 4 && !what; i++)
+    if (at_same_file(o->summary_json, inputs[i])) what = i ? "a file of the DB" : "the DB", path = inputs[i];
+  if (!what && at_same_file(o->summary_json, space->path)) what = "the search space", path = space->path;
+  for (size_t v = 0; v < space->nvariants && !what; v++)
+    if (at_same_file(o->summary_json, space->variants[v].template_path))
+      what = "a template of the space", path = space->variants[v].template_path;
+  int rc = what ? at_fail(AT_ERR_INPUT, "--summary-json %s is %s (%s); the summary would overwrite it", o->summary_json,
+                          what, path)
+                : AT_OK;
+  for (int i = 0; i < 4; i++) free(inputs[i]);
+  return rc;
+}
+
 static char *command_line(int argc, char **argv) {
   at_buf b = {0};
   for (int i = 0; i < argc; i++) at_buf_printf(&b, "%s%s", i ? " " : "", argv[i]);
@@ -157,6 +195,9 @@ int cmd_tune(int argc, char **argv) {
   if (rc == -1) return AT_OK; /* --help */
   AT_TRY(rc);
   double t0 = at_now_s();
+  /* With stderr or stdout a closed pipe (`autotune ... 2>&1 | true`), a progress line must not kill
+   * the run and leave it marked running: writes fail quietly and the work goes on. */
+  signal(SIGPIPE, SIG_IGN);
 
   at_space *space = NULL;
   at_enum *cands = NULL;
@@ -174,6 +215,7 @@ int cmd_tune(int argc, char **argv) {
   int have_tune = 0;
 
   if ((rc = at_space_load(o.space, &space))) goto out;
+  if ((rc = check_output(&o, space))) goto out;
 
   /* The GPUs, through a probe worker (the parent itself never touches CUDA). */
   if (!(o.compile_only && o.arch)) {
@@ -199,11 +241,12 @@ int cmd_tune(int argc, char **argv) {
     if ((rc = at_limits_for_arch(arch, &limits))) goto out;
   }
 
-  if ((rc = at_enumerate(space, &limits, &cands))) goto out;
+  if ((rc = at_enumerate(space, &limits, o.max_candidates, &cands))) goto out;
   if ((rc = at_compile_prepare(space, &sources, &variant_ids))) goto out;
 
   /* From here on the input is known good: the DB is opened and written. */
   if ((rc = at_store_open(o.db, &db))) goto out;
+  at_store_set_stop(db, &g_stop); /* a Ctrl-C ends a wait for another writer's lock */
   at_run_info info = {space->path, space->hash, space->op_name, space->tag, arch, at_nvrtc_version(), cmdline};
   if ((rc = at_store_begin_run(db, &info, &run_id))) goto out;
   for (size_t v = 0; v < space->nvariants; v++) {
@@ -239,9 +282,19 @@ int cmd_tune(int argc, char **argv) {
 out:;
   int interrupted = g_stop != 0;
   if (db && run_id) {
+    if (interrupted) {
+      /* The write that the stop cut short is the interruption, not a failure of the run; the run's
+       * end is recorded if the other writer lets go soon, and a second Ctrl-C ends the wait. */
+      if (rc && at_store_lock_interrupted(db)) rc = AT_OK;
+      at_store_set_stop(db, NULL);
+      at_store_set_lock_wait(db, FINAL_LOCK_WAIT_S);
+    }
     const char *status = rc ? "failed" : interrupted ? "interrupted" : (o.compile_only || !ngpus) ? "compiled" : "done";
     int rc2 = at_store_end_run(db, run_id, status);
-    if (!rc) rc = rc2;
+    if (rc2 && interrupted)
+      fprintf(stderr, "autotune: warning: %s; the run stays marked running\n", at_errmsg());
+    else if (!rc)
+      rc = rc2;
   }
   if (cands && compiled && (rc == AT_OK || interrupted)) {
     at_report rep = {space, cands, &cstats, have_tune ? &tstats : NULL, arch, o.db,

@@ -1,4 +1,5 @@
-/* enumerate.c: see enumerate.h. An odometer over each variant's value lists. */
+/* enumerate.c: see enumerate.h. An odometer over each variant's value lists: a stream of points, of
+ * which only the survivors are kept. */
 #include "enumerate.h"
 
 #include <stdlib.h>
@@ -45,11 +46,50 @@ static int holds(const at_space *s, const at_constraint *c, const int64_t *table
   return v != 0;
 }
 
-static int enumerate_variant(const at_space *s, size_t vi, const at_limits *lim, at_enum *e) {
+/* Points of a variant before pruning, saturated at INT64_MAX. */
+static int64_t variant_points(const at_variant *v) {
+  int64_t n = 1;
+  for (size_t i = 0; i < v->nparams; i++)
+    n = (int64_t)v->params[i].n > INT64_MAX / n ? INT64_MAX : n * (int64_t)v->params[i].n;
+  return n;
+}
+
+/* Does a constraint read one of the op's derived values? Those are computed only for points that
+ * need them: most of a large space is usually pruned by constraints on the parameters alone, and
+ * deriving is most of the cost of a point. */
+static uint8_t *constraints_using_derived(const at_space *s, const at_variant *v) {
+  uint8_t *uses = at_xcalloc(v->nconstraints, 1);
+  for (size_t c = 0; c < v->nconstraints; c++)
+    for (const char *const *d = s->op->derived; d && *d; d++) uses[c] |= at_expr_uses(v->constraints[c].expr, *d) != 0;
+  return uses;
+}
+
+/* Keeps one surviving candidate. Arrays grow geometrically: a cap of 100,000 survivors must not
+ * cost 100,000 reallocations. */
+static void keep(at_enum *e, const at_variant *v, size_t vi, const int64_t *table, const uint8_t *ok) {
+  if (e->n == e->cap) {
+    e->cap = e->cap ? 2 * e->cap : 64;
+    e->c = at_xrealloc(e->c, sizeof *e->c * e->cap);
+    e->shape_ok = at_xrealloc(e->shape_ok, e->cap * (e->nshapes ? e->nshapes : 1));
+  }
+  memcpy(e->shape_ok + e->n * e->nshapes, ok, e->nshapes);
+  at_cand *c = &e->c[e->n++];
+  c->variant = vi;
+  c->table = at_xmalloc(sizeof(int64_t) * v->nnames);
+  memcpy(c->table, table, sizeof(int64_t) * v->nnames);
+  c->params_json = params_json(v, table);
+  c->name_expr = at_variant_name_expr(v, table);
+}
+
+/* One variant, as a stream: the odometer visits every point once and only the survivors are kept,
+ * so memory grows with the candidates kept (at most max_keep in all), never with the points. */
+static int enumerate_variant(const at_space *s, size_t vi, const at_limits *lim, int64_t max_keep, at_enum *e) {
   const at_variant *v = &s->variants[vi];
   size_t *idx = at_xcalloc(v->nparams, sizeof *idx);
   int64_t *table = at_xcalloc(v->nnames, sizeof *table);
+  uint8_t *ok = at_xcalloc(s->nshapes, 1), *uses_derived = constraints_using_derived(s, v);
   at_limits_values(lim, table + v->slot_limits);
+  int64_t seen = 0, kept = 0; /* points of this variant visited, and kept */
   int rc = AT_OK;
 
   /* Register every rule so that zero counts are reported too. */
@@ -61,12 +101,17 @@ static int enumerate_variant(const at_space *s, size_t vi, const at_limits *lim,
   for (;;) {
     for (size_t i = 0; i < v->nparams; i++) table[i] = v->params[i].values[idx[i]];
     e->total++;
+    seen++;
     at_params p = {v->names, table, v->nparams};
-    if ((rc = s->op->derive(v->family, &p, table + v->slot_derived))) break;
+    int derived = 0;
 
     const char *removed_by = NULL;
     for (size_t c = 0; c < v->nconstraints && !removed_by; c++) {
       if (v->constraints[c].uses_shape) continue;
+      if (uses_derived[c] && !derived) {
+        if ((rc = s->op->derive(v->family, &p, table + v->slot_derived))) goto done;
+        derived = 1;
+      }
       int h = holds(s, &v->constraints[c], table);
       if (h < 0) {
         rc = -h;
@@ -74,15 +119,13 @@ static int enumerate_variant(const at_space *s, size_t vi, const at_limits *lim,
       }
       if (!h) removed_by = v->constraints[c].name;
     }
-    at_params derived = {v->names + v->slot_derived, table + v->slot_derived, v->nnames - v->slot_derived};
-    int64_t threads = at_params_get(&derived, "threads", 0), smem = at_params_get(&derived, "smem_bytes", 0);
-    if (!removed_by && threads > lim->max_threads_per_block) removed_by = "device_threads";
-    if (!removed_by && smem > lim->max_smem_per_block) removed_by = "device_smem";
+    if (!removed_by && !derived && (rc = s->op->derive(v->family, &p, table + v->slot_derived))) goto done;
+    at_params dv = {v->names + v->slot_derived, table + v->slot_derived, v->nnames - v->slot_derived};
+    if (!removed_by && at_params_get(&dv, "threads", 0) > lim->max_threads_per_block) removed_by = "device_threads";
+    if (!removed_by && at_params_get(&dv, "smem_bytes", 0) > lim->max_smem_per_block) removed_by = "device_smem";
 
-    uint8_t *ok = NULL;
     if (!removed_by) {
       /* Per-shape constraints: the candidate stays if some shape keeps it. */
-      ok = at_xcalloc(s->nshapes, 1);
       int any = 0;
       for (size_t j = 0; j < s->nshapes; j++) {
         table[v->slot_shape] = s->shapes[j].m;
@@ -93,7 +136,6 @@ static int enumerate_variant(const at_space *s, size_t vi, const at_limits *lim,
           if (!v->constraints[c].uses_shape) continue;
           int h = holds(s, &v->constraints[c], table);
           if (h < 0) {
-            free(ok);
             rc = -h;
             goto done;
           }
@@ -109,18 +151,17 @@ static int enumerate_variant(const at_space *s, size_t vi, const at_limits *lim,
     }
     if (removed_by) {
       count_slot(e, vi, removed_by, 0)->count++;
-      free(ok);
+    } else if ((int64_t)e->n >= max_keep) {
+      /* Stop here rather than count on: the count so far already says that the space is too big. */
+      rc = at_fail(AT_ERR_INPUT,
+                   "%s:%d:%d: variant '%s': more than %lld candidates survive pruning (the limit, --max-candidates):"
+                   " %lld of the first %lld of this variant's %lld points survive; add constraints or raise the limit",
+                   s->path, v->line, v->col, v->name, (long long)max_keep, (long long)kept + 1, (long long)seen,
+                   (long long)variant_points(v));
+      goto done;
     } else {
-      e->c = at_xrealloc(e->c, sizeof *e->c * (e->n + 1));
-      e->shape_ok = at_xrealloc(e->shape_ok, (e->n + 1) * s->nshapes);
-      memcpy(e->shape_ok + e->n * s->nshapes, ok, s->nshapes);
-      free(ok);
-      at_cand *c = &e->c[e->n++];
-      c->variant = vi;
-      c->table = at_xmalloc(sizeof(int64_t) * v->nnames);
-      memcpy(c->table, table, sizeof(int64_t) * v->nnames);
-      c->params_json = params_json(v, table);
-      c->name_expr = at_variant_name_expr(v, table);
+      keep(e, v, vi, table, ok);
+      kept++;
     }
 
     /* Next point of the odometer; the last parameter turns fastest. */
@@ -136,15 +177,17 @@ static int enumerate_variant(const at_space *s, size_t vi, const at_limits *lim,
 done:
   free(idx);
   free(table);
+  free(ok);
+  free(uses_derived);
   return rc;
 }
 
-int at_enumerate(const at_space *s, const at_limits *lim, at_enum **out) {
+int at_enumerate(const at_space *s, const at_limits *lim, int64_t max_candidates, at_enum **out) {
   at_enum *e = at_xcalloc(1, sizeof *e);
   e->nshapes = s->nshapes;
   *out = NULL;
   for (size_t vi = 0; vi < s->nvariants; vi++) {
-    int rc = enumerate_variant(s, vi, lim, e);
+    int rc = enumerate_variant(s, vi, lim, max_candidates, e);
     if (rc) {
       at_enum_free(e);
       return rc;

@@ -6,7 +6,11 @@
  * limits on threads and shared memory. Constraints that mention M, N or K are evaluated per shape;
  * they remove (candidate, shape) pairs, counted per constraint separately, and a candidate that no
  * shape keeps is counted under "no_shape". Registers are only known after compiling, so that rule
- * ("device_registers") is applied and counted by the tuner. */
+ * ("device_registers") is applied and counted by the tuner.
+ *
+ * Memory: points are visited one at a time and only survivors are kept, so a space of 10^8 points
+ * that its constraints prune to a few costs what the few cost. The survivors are capped: more than
+ * max_candidates is an input error naming the variant and the counts. */
 #ifndef AT_ENUMERATE_H
 #define AT_ENUMERATE_H
 
@@ -33,6 +37,7 @@ typedef struct at_prune_count {
 typedef struct at_enum {
   at_cand *c;
   size_t n;
+  size_t cap;             /* slots allocated in c and shape_ok */
   int64_t total;          /* candidates before pruning, all variants */
   at_prune_count *pruned; /* every rule of every variant, zero counts included */
   size_t npruned;
@@ -40,7 +45,11 @@ typedef struct at_enum {
   uint8_t *shape_ok; /* shape_ok[i * nshapes + j]: candidate i is to be run on shape j */
 } at_enum;
 
-int at_enumerate(const at_space *s, const at_limits *lim, at_enum **out);
+/* The default of --max-candidates. Every survivor is compiled and timed on every shape, so far more
+ * than this is almost always a constraint missing from the space, not a plan. */
+#define AT_DEFAULT_MAX_CANDIDATES 100000
+
+int at_enumerate(const at_space *s, const at_limits *lim, int64_t max_candidates, at_enum **out);
 void at_enum_free(at_enum *e);
 
 /* Candidates removed before compiling (the per-candidate counts). */

@@ -1,8 +1,14 @@
 /* test_cli.c: the autotune command as a user meets it (argv[1] is the binary): exit codes, bad
  * input that leaves no DB behind, the compile-only job and its summary JSON, a second run that
  * does no compile work, and a run killed with SIGKILL that resumes to the same counts with an
- * intact DB. Runs on any machine; the no-GPU behaviour is checked where there is no GPU. */
+ * intact DB. Runs on any machine; the no-GPU behaviour is checked where there is no GPU.
+ *
+ * Hostile input and surroundings, each once a hang, a crash or a destroyed file: a FIFO as the
+ * space; --summary-json naming the DB, its WAL or the space; more candidates than --max-candidates;
+ * stdout and stderr a closed pipe; Ctrl-C while another writer holds the DB's lock, and a second
+ * Ctrl-C; a DB whose schema was edited to hold NULLs. */
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -209,6 +215,199 @@ static void killed_and_resumed(void) {
   free(out), free(cache), free(db), free(json), free(space);
 }
 
+/* ---- hostile input and surroundings ------------------------------------------------------------ */
+
+static void fifo_space(void) {
+  char *fifo = at_path_join(TMP, "fifo.yaml"), *db = at_path_join(TMP, "fifo.db");
+  CHECK_EQ_INT(mkfifo(fifo, 0644), 0);
+  CHECK_EQ_INT(run(30, "--compile-only", "--arch", "sm_90a", "--db", db, fifo, (const char *)NULL), 2);
+  char *o = output();
+  CHECK_CONTAINS(o, fifo);
+  CHECK_CONTAINS(o, "a FIFO, not a regular file");
+  free(o);
+  CHECK(!exists(db));
+  unlink(fifo);
+  free(fifo), free(db);
+}
+
+/* The whole file, or "(unreadable)". */
+static char *contents(const char *path) {
+  char *d;
+  size_t n;
+  if (at_read_file(path, 0, &d, &n) != AT_OK) return at_xstrdup("(unreadable)");
+  return d;
+}
+
+/* --summary-json over an input: refused before anything is written (exit 2), the input intact. */
+static void expect_summary_refused(const char *db, const char *summary, const char *space, const char *what) {
+  char *before = contents(db);
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--summary-json", summary, space), 2);
+  char *o = output();
+  CHECK_CONTAINS(o, what);
+  CHECK_CONTAINS(o, "the summary would overwrite it");
+  free(o);
+  char *after = contents(db);
+  CHECK(strcmp(before, after) == 0);
+  free(before), free(after);
+}
+
+static void summary_over_inputs(void) {
+  char *db = at_path_join(TMP, "inputs.db"), *space = at_path_join(DATA, "spaces/tiny.yaml");
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, space), 0);
+  char *space_before = contents(space);
+  expect_summary_refused(db, db, space, "is the DB");
+  char *spelled = at_xasprintf("%s/./sub/../inputs.db", TMP);
+  char *sub = at_path_join(TMP, "sub");
+  at_mkdirs(sub);
+  expect_summary_refused(db, spelled, space, "is the DB");
+  char *link = at_path_join(TMP, "link-to-db");
+  CHECK_EQ_INT(symlink(db, link), 0);
+  expect_summary_refused(db, link, space, "is the DB");
+  char *wal = at_xasprintf("%s-wal", db);
+  expect_summary_refused(db, wal, space, "is a file of the DB");
+  expect_summary_refused(db, space, space, "is the search space");
+  char *space_after = contents(space);
+  CHECK(strcmp(space_before, space_after) == 0);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM candidates"), 18);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check='ok'"), 1);
+  /* A DB that does not exist yet is an input too: the run would create it, then lose it. */
+  char *fresh = at_path_join(TMP, "fresh.db");
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", fresh, "--summary-json", fresh, space), 2);
+  CHECK(!exists(fresh));
+  free(fresh), free(space_before), free(space_after), free(wal), free(link), free(sub), free(spelled), free(db),
+      free(space);
+}
+
+static void max_candidates(void) {
+  char *db = at_path_join(TMP, "cap.db"), *space = at_path_join(DATA, "spaces/tiny.yaml");
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--max-candidates", "10", space), 2);
+  char *o = output();
+  CHECK_CONTAINS(o, "tiny.yaml:5:5: variant 'mma': more than 10 candidates survive pruning");
+  free(o);
+  CHECK(!exists(db));
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--max-candidates", "0", space), 2);
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--max-candidates", "ten", space), 2);
+  o = output();
+  CHECK_CONTAINS(o, "--max-candidates");
+  free(o);
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--max-candidates", "18", space), 0);
+  free(db), free(space);
+}
+
+/* `autotune ... 2>&1 | true`: every write to stdout and stderr meets a closed pipe. The run used to
+ * die of SIGPIPE at its first progress line and stay `running`; now it finishes and is marked. */
+static void closed_pipe(void) {
+  char *db = at_path_join(TMP, "pipe.db"), *space = at_path_join(DATA, "spaces/tiny.yaml");
+  int fd[2];
+  CHECK_EQ_INT(pipe(fd), 0);
+  close(fd[0]);
+  pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGPIPE, SIG_DFL); /* as a shell leaves it */
+    dup2(fd[1], 1);
+    dup2(fd[1], 2);
+    close(fd[1]);
+    execl(EXE, EXE, "--compile-only", "--arch", "sm_90a", "--db", db, space, (char *)NULL);
+    _exit(127);
+  }
+  close(fd[1]);
+  CHECK_EQ_INT(proc_wait(pid, 300), 0);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM runs WHERE status='compiled'"), 1);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM runs WHERE status='running'"), 0);
+  free(db), free(space);
+}
+
+/* Starts a compile-only run of tiny.yaml with an empty compile cache and one compile thread (so
+ * that it is busy for a few seconds), and waits until it has recorded a candidate. */
+static pid_t start_slow_run(const char *db, const char *cache, const char *out) {
+  setenv("AUTOTUNE_CACHE", cache, 1);
+  char *space = at_path_join(DATA, "spaces/tiny.yaml");
+  char *argv[] = {(char *)EXE, "--compile-only", "--arch", "sm_90a", "--jobs", "1", "--db", (char *)db, space, NULL};
+  pid_t pid = proc_start(argv, out);
+  int64_t done = 0;
+  for (int i = 0; i < 6000 && done < 1; i++) {
+    usleep(20000);
+    if (exists(db)) done = count(db, "SELECT count(*) FROM candidates");
+  }
+  CHECK(done >= 1);
+  free(space);
+  return pid;
+}
+
+/* Ctrl-C while another writer holds the DB's lock: the wait used to go on for up to 100 minutes.
+ * Now the first Ctrl-C ends it; recording the run's end waits a few seconds more for the lock, then
+ * gives up with a warning. A second Ctrl-C quits at once (exit by SIGINT). A plain Ctrl-C marks
+ * the run interrupted. */
+static void ctrl_c(void) {
+  char *out = at_path_join(TMP, "ctrlc.txt");
+  for (int twice = 0; twice < 2; twice++) {
+    char *db = at_xasprintf("%s/lock%d.db", TMP, twice), *cache = at_xasprintf("%s/cache-lock%d", TMP, twice);
+    pid_t pid = start_slow_run(db, cache, out);
+    at_store *holder = NULL;
+    CHECK_EQ_INT(at_store_open(db, &holder), AT_OK);
+    CHECK_EQ_INT(at_store_exec(holder, "BEGIN IMMEDIATE"), AT_OK); /* another writer, holding on */
+    usleep(1500000);                                              /* the run is waiting for it now */
+    double t0 = now();
+    kill(pid, SIGINT);
+    if (twice) {
+      usleep(1000000);
+      t0 = now();
+      kill(pid, SIGINT);
+    }
+    int rc = proc_wait(pid, 60);
+    double took = now() - t0;
+    fprintf(stderr, "Ctrl-C%s with the DB locked: exit %d after %.1f s\n", twice ? " twice" : "", rc, took);
+    char *o = slurp(out);
+    if (twice) {
+      CHECK_EQ_INT(rc, 128 + SIGINT);
+      CHECK(took < 5);
+    } else {
+      CHECK_EQ_INT(rc, 1);
+      CHECK(took < 30);
+      CHECK_CONTAINS(o, "press Ctrl-C again to quit at once");
+      CHECK_CONTAINS(o, "the run stays marked running");
+      CHECK_CONTAINS(o, "autotune: interrupted");
+    }
+    free(o);
+    CHECK_EQ_INT(at_store_exec(holder, "ROLLBACK"), AT_OK);
+    at_store_close(holder);
+    CHECK_EQ_INT(count(db, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check='ok'"), 1);
+    free(db), free(cache);
+  }
+  /* No other writer: one Ctrl-C, and the run is marked interrupted. */
+  char *db = at_path_join(TMP, "int.db"), *cache = at_path_join(TMP, "cache-int");
+  pid_t pid = start_slow_run(db, cache, out);
+  kill(pid, SIGINT);
+  CHECK_EQ_INT(proc_wait(pid, 60), 1);
+  char *o = slurp(out);
+  CHECK_CONTAINS(o, "interrupted: finished work is kept");
+  free(o);
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM runs WHERE status='interrupted'"), 1);
+  unsetenv("AUTOTUNE_CACHE");
+  free(db), free(cache), free(out);
+}
+
+/* A DB whose schema lost its NOT NULLs and whose candidates hold a NULL status: the rerun's lookup
+ * of its compiles used to strcmp(NULL) and segfault. Now: a corrupt DB, exit 1. */
+static void null_db(void) {
+  char *db = at_path_join(TMP, "null.db"), *space = at_path_join(DATA, "spaces/tiny.yaml");
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, space), 0);
+  at_store *s;
+  CHECK_EQ_INT(at_store_open(db, &s), AT_OK);
+  CHECK_EQ_INT(at_store_exec(s, "PRAGMA writable_schema=ON; UPDATE sqlite_master SET sql=replace(sql, 'NOT NULL', '')"
+                                " WHERE type='table'; PRAGMA writable_schema=OFF;"),
+               AT_OK);
+  at_store_close(s);
+  CHECK_EQ_INT(at_store_open(db, &s), AT_OK);
+  CHECK_EQ_INT(at_store_exec(s, "UPDATE candidates SET status=NULL"), AT_OK);
+  at_store_close(s);
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, space), 1);
+  char *o = output();
+  CHECK_CONTAINS(o, "corrupt DB: candidates.status is NULL");
+  free(o);
+  free(db), free(space);
+}
+
 static void without_gpu(void) {
   CHECK_EQ_INT(RUN("devices"), 0);
   char *o = output();
@@ -237,6 +436,13 @@ int main(int argc, char **argv) {
   bad_corpus();
   compile_only_and_rerun();
   killed_and_resumed();
+  setenv("AUTOTUNE_CACHE", cache, 1);
+  fifo_space();
+  summary_over_inputs();
+  max_candidates();
+  closed_pipe();
+  null_db();
+  ctrl_c();
   setenv("AUTOTUNE_CACHE", cache, 1);
   without_gpu();
   free(cache);

@@ -9,12 +9,19 @@
  *    file, the default file or the built-in default, and survives a corrupt DB with a warning;
  *  - the committed configs/ answer the same questions;
  *  - the runtime library finds the same answers from several threads at once, and notices a DB
- *    rewritten under it. */
+ *    rewritten under it;
+ *  - hostile input: a DB whose schema was edited to hold NULLs (export fails cleanly, query and the
+ *    runtime fall back with a warning, nothing crashes), a tag with "/.." that would have put files
+ *    outside --out, a FIFO among the configs files (skipped at once, never waited on), shapes the
+ *    op cannot run and a --device no source knows. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../engine/runtime/autotune.h"
@@ -393,6 +400,178 @@ static void runtime_lookups(const char *db, const char *dir) {
   free(corrupt);
 }
 
+/* ---- hostile input ------------------------------------------------------------------------------ */
+
+/* A copy of the DB at src, with sql applied; NOT NULL dropped from the schema first when asked (a
+ * schema edited by hand, which is what lets NULLs in). */
+static char *hostile_copy(const char *src, const char *name, int drop_not_null, const char *sql) {
+  char *dst = at_path_join(TMP, name);
+  char *data;
+  size_t n;
+  CHECK_EQ_INT(at_read_file(src, 0, &data, &n), AT_OK);
+  CHECK_EQ_INT(at_write_file_atomic(dst, data, n), AT_OK);
+  free(data);
+  at_store *s;
+  CHECK_EQ_INT(at_store_open(dst, &s), AT_OK);
+  if (drop_not_null)
+    CHECK_EQ_INT(at_store_exec(s, "PRAGMA writable_schema=ON; UPDATE sqlite_master SET sql=replace(sql, 'NOT NULL', '')"
+                                  " WHERE type='table'; PRAGMA writable_schema=OFF;"),
+                 AT_OK);
+  at_store_close(s);
+  CHECK_EQ_INT(at_store_open(dst, &s), AT_OK);
+  CHECK_EQ_INT(at_store_exec(s, sql), AT_OK);
+  at_store_close(s);
+  return dst;
+}
+
+/* The runtime's answer for (48, 1024, 1024) on sm90, in a child so that a hang or a crash is a
+ * failed check and not a dead test. 0 when it answered from want_source. */
+static int runtime_answer(const char *db, const char *dir, const char *want_source) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(30);
+    at_runtime_options o = {.db_path = db, .configs_dir = dir};
+    at_runtime *rt;
+    at_selection sel;
+    if (at_runtime_open(&o, &rt) != AT_STATUS_OK) _exit(3);
+    int rc = at_runtime_select(rt, "gemm_a8w8_blockscale", 48, 1024, 1024, "sm90", &sel);
+    if (rc != AT_STATUS_OK) _exit(4);
+    if (strcmp(sel.source, want_source) != 0) {
+      fprintf(stderr, "runtime answered from %s, not %s\n", sel.source, want_source);
+      _exit(5);
+    }
+    at_runtime_close(rt);
+    _exit(0);
+  }
+  int rc = proc_wait(pid, 60);
+  if (rc) fprintf(stderr, "  runtime child: status %d (db %s, configs %s)\n", rc, db ? db : "-", dir ? dir : "-");
+  return rc;
+}
+
+/* NULLs in NOT NULL columns used to reach strcmp and strrchr: export, query and the runtime
+ * segfaulted. Now: export fails (exit 1) naming the corrupt DB; query and the runtime warn and
+ * answer from the next source. */
+static void null_columns(const char *good_db, const char *dir) {
+  static const struct {
+    const char *sql, *column;
+  } CASES[] = {
+      {"UPDATE variants SET template=NULL", "variants.template"},
+      {"UPDATE problems SET tag=NULL", "problems.tag"},
+      {"UPDATE devices SET name=NULL", "devices.name"},
+      {"UPDATE candidates SET params=NULL", "candidates.params"},
+  };
+  char *out = at_path_join(TMP, "null.txt"), *outdir = at_path_join(TMP, "configs-null");
+  for (size_t i = 0; i < AT_ARRAY_LEN(CASES); i++) {
+    char name[32];
+    snprintf(name, sizeof name, "null%zu.db", i);
+    char *db = hostile_copy(good_db, name, 1, CASES[i].sql);
+    CHECK_EQ_INT(run_cli(out, "export", "--db", db, "--out", outdir, (const char *)NULL), 1);
+    char *t = slurp(out);
+    CHECK_CONTAINS(t, "corrupt DB");
+    CHECK_CONTAINS(t, CASES[i].column);
+    free(t);
+    char *q;
+    CHECK_EQ_INT(query(&q, "48", "1024", "1024", "--configs", dir, "--db", db), 0);
+    CHECK_CONTAINS(q, "warning");
+    CHECK_CONTAINS(q, "corrupt DB");
+    CHECK_CONTAINS(q, "\"source\": \"nk_file\"");
+    free(q);
+    CHECK_EQ_INT(runtime_answer(db, dir, "nk_file"), 0);
+    free(db);
+  }
+  free(out), free(outdir);
+}
+
+/* A tag with "/.." in the DB named files outside --out ("sm90-GEMM-SYN/../../escaped-N=..." once
+ * a directory sm90-GEMM-SYN exists under --out). Names read from the DB are checked as names read
+ * from a search space: export refuses, writes nothing, and query and the runtime fall back. */
+static void tag_escape(const char *good_db, const char *dir) {
+  char *db = hostile_copy(good_db, "escape.db", 0, "UPDATE problems SET tag='SYN/../../escaped'");
+  char *outdir = at_path_join(TMP, "configs-escape"), *trap = at_path_join(outdir, "sm90-GEMM-SYN");
+  CHECK_EQ_INT(at_mkdirs(trap), AT_OK);
+  char *out = at_path_join(TMP, "escape.txt");
+  CHECK_EQ_INT(run_cli(out, "export", "--db", db, "--out", outdir, (const char *)NULL), 1);
+  char *t = slurp(out);
+  CHECK_CONTAINS(t, "corrupt DB: tag 'SYN/../../escaped' must be letters, digits and _");
+  free(t);
+  char *escaped = at_path_join(TMP, "escaped-N=1024-K=1024.json"), *escaped_default = at_path_join(TMP, "escaped.json");
+  CHECK(!at_file_exists(escaped));
+  CHECK(!at_file_exists(escaped_default));
+  char *q;
+  CHECK_EQ_INT(query(&q, "48", "1024", "1024", "--configs", dir, "--db", db), 0);
+  CHECK_CONTAINS(q, "\"source\": \"nk_file\"");
+  free(q);
+  CHECK_EQ_INT(runtime_answer(db, dir, "nk_file"), 0);
+  /* A variant name, family or template that YAML would refuse is a corrupt DB too. */
+  char *db2 = hostile_copy(good_db, "family.db", 0, "UPDATE variants SET family='../../x'");
+  CHECK_EQ_INT(run_cli(out, "export", "--db", db2, "--out", outdir, (const char *)NULL), 1);
+  t = slurp(out);
+  CHECK_CONTAINS(t, "corrupt DB");
+  CHECK_CONTAINS(t, "its family is not one the op has");
+  free(t);
+  free(db2), free(escaped), free(escaped_default), free(out), free(trap), free(outdir), free(db);
+}
+
+/* A FIFO named like a configs file: reading it waited for a writer, forever, in query and in the
+ * runtime. Now it is skipped at once with a warning and the next file answers. */
+static void fifo_configs(const char *dir) {
+  char *fdir = at_path_join(TMP, "configs-fifo");
+  CHECK_EQ_INT(at_mkdirs(fdir), AT_OK);
+  char *fifo = at_path_join(fdir, "sm90-GEMM-SYN-N=1024-K=1024.json");
+  unlink(fifo);
+  CHECK_EQ_INT(mkfifo(fifo, 0644), 0);
+  char *src = at_path_join(dir, "sm90-GEMM-SYN.json"), *dst = at_path_join(fdir, "sm90-GEMM-SYN.json");
+  char *data;
+  size_t n;
+  CHECK_EQ_INT(at_read_file(src, 0, &data, &n), AT_OK);
+  CHECK_EQ_INT(at_write_file_atomic(dst, data, n), AT_OK);
+  free(data);
+  char *out = at_path_join(TMP, "fifo.txt");
+  char *argv[] = {(char *)EXE, "query", "--op", "gemm_a8w8_blockscale", "-M", "48", "-N", "1024", "-K", "1024",
+                  "--device", "sm90", "--configs", fdir, NULL};
+  CHECK_EQ_INT(proc_run(argv, out, 30), 0);
+  char *t = slurp(out);
+  CHECK_CONTAINS(t, "a FIFO, not a regular file");
+  CHECK_CONTAINS(t, "\"source\": \"default_file\"");
+  free(t);
+  CHECK_EQ_INT(runtime_answer(NULL, fdir, "default_file"), 0);
+  unlink(fifo);
+  free(out), free(dst), free(src), free(fifo), free(fdir);
+}
+
+/* Shapes the op cannot run are usage errors naming the argument; a device no source knows gets the
+ * built-in config with a warning that lists the known ones. */
+static void query_arguments(const char *dir) {
+  char *out = at_path_join(TMP, "qargs.txt");
+  CHECK_EQ_INT(run_cli(out, "query", "--op", "gemm_a8w8_blockscale", "-M", "64", "-N", "4095", "-K", "1024", "--device",
+                       "sm90", "--configs", dir, (const char *)NULL),
+               2);
+  char *t = slurp(out);
+  CHECK_CONTAINS(t, "-N 4095: N must be a positive multiple of 8");
+  free(t);
+  CHECK_EQ_INT(run_cli(out, "query", "--op", "gemm_a8w8_blockscale", "-M", "64", "-N", "4096", "-K", "1000", "--device",
+                       "sm90", "--configs", dir, (const char *)NULL),
+               2);
+  t = slurp(out);
+  CHECK_CONTAINS(t, "-K 1000: K must be a positive multiple of 128");
+  free(t);
+  CHECK_EQ_INT(run_cli(out, "query", "--op", "gemm_a8w8_blockscale", "-M", "64", "-N", "4096", "-K", "1024", "--device",
+                       "H100", "--configs", dir, (const char *)NULL),
+               0);
+  t = slurp(out);
+  CHECK_CONTAINS(t, "warning: --device H100: neither the DB nor the configs know it (known: sm90)");
+  CHECK_CONTAINS(t, "\"source\": \"builtin\"");
+  free(t);
+  /* A known device: no warning. */
+  CHECK_EQ_INT(run_cli(out, "query", "--op", "gemm_a8w8_blockscale", "-M", "64", "-N", "1024", "-K", "1024", "--device",
+                       "sm90", "--configs", dir, (const char *)NULL),
+               0);
+  t = slurp(out);
+  CHECK(strstr(t, "warning") == NULL);
+  free(t);
+  free(out);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   EXE = argv[1];
@@ -403,6 +582,10 @@ int main(int argc, char **argv) {
   current_versions();
   query_sources(db, dir);
   committed_configs();
+  null_columns(db, dir);
+  tag_escape(db, dir);
+  fifo_configs(dir);
+  query_arguments(dir);
   runtime_lookups(db, dir);
   free(db), free(dir);
   return check_summary();

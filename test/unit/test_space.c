@@ -76,7 +76,7 @@ static void expect_enumerate_error(const char *path, int line, int col, const ch
     at_enum *e = NULL;
     CHECK_EQ_INT(at_limits_for_arch("sm_90a", &lim), AT_OK);
     at_errclear();
-    rc = at_enumerate(s, &lim, &e);
+    rc = at_enumerate(s, &lim, AT_DEFAULT_MAX_CANDIDATES, &e);
     if (rc == AT_OK) fprintf(stderr, "  enumerated without an error\n");
     check_error_text(path, rc, line, col, want_msg);
     CHECK(e == NULL);
@@ -220,7 +220,7 @@ static void test_shipped_space(void) {
   at_limits lim;
   at_enum *e = NULL;
   CHECK_EQ_INT(at_limits_for_arch("sm_90a", &lim), AT_OK);
-  rc = at_enumerate(s, &lim, &e);
+  rc = at_enumerate(s, &lim, AT_DEFAULT_MAX_CANDIDATES, &e);
   CHECK_EQ_INT(rc, AT_OK);
   if (e) {
     CHECK_EQ_INT(e->total, 4 * 4 * 1 * 3 * 3 * 3 * 2 * 4 * 2 + 2 * 3 * 1 * 2 * 3 * 3 * 2 * 4 * 2);
@@ -479,7 +479,7 @@ static void test_small_good_space(void) {
   at_limits lim;
   at_enum *e = NULL;
   CHECK_EQ_INT(at_limits_for_arch("sm_90a", &lim), AT_OK);
-  CHECK_EQ_INT(at_enumerate(s, &lim, &e), AT_OK);
+  CHECK_EQ_INT(at_enumerate(s, &lim, AT_DEFAULT_MAX_CANDIDATES, &e), AT_OK);
   if (e) {
     CHECK_EQ_INT(e->total, 2);
     CHECK_EQ_INT(e->n, 2);
