@@ -31,18 +31,23 @@ __device__ __forceinline__ void at_mbar_arrive(at_u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
+// An arrival by the threads for which `pred` is non-zero, as a predicated instruction rather than
+// a branch: no divergent path while wgmmas are in flight (ptxas would serialize them, C7518).
+__device__ __forceinline__ void at_mbar_arrive_if(at_u32 bar, at_u32 pred) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n" ::"r"(bar),
+               "r"(pred)
+               : "memory");
+}
+
 // Waits until the phase of parity `parity` has completed. A fresh barrier is in phase 0, so
 // waiting for parity 1 returns at once: that is how a producer passes its first round of empty
 // barriers.
 __device__ __forceinline__ void at_mbar_wait(at_u32 bar, at_u32 parity) {
-  at_u32 done;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
+  // The loop is inside the asm (labels are local to the braces): to ptxas it is one construct.
+  asm volatile(
+      "{\n.reg .pred p;\nAT_WAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra AT_WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
 }
 
 // ---- TMA ---------------------------------------------------------------------------------------
@@ -98,6 +103,12 @@ __device__ __forceinline__ void at_setmaxnreg_inc() {
 // A barrier among `count` threads (a multiple of 32), independent of __syncthreads (id 0).
 __device__ __forceinline__ void at_named_barrier(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// Arrives on a named barrier without waiting: the other side's bar.sync (with the same count)
+// completes once every arrival is in. One-way signalling between warpgroups.
+__device__ __forceinline__ void at_named_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
 #endif

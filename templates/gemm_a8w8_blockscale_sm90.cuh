@@ -21,13 +21,19 @@
 //   The producer waits empty[s] with parity phase ^ 1 (a fresh barrier passes parity 1 at once),
 //   math threads wait full[s] with parity phase.
 // Math per k-block: four wgmma m64nBLOCK_Nk32 (K = 32 bytes each) into a fresh accumulator
-// (the first with scale-d = 0), commit, wait; then, in fp32 FFMAs, result += acc * (As * Bs) with
-// the row's A scale and the column's B scale. Scales are read from global memory by the math
-// threads one k-block ahead (registers), so their latency hides behind the previous k-block's
-// wgmmas: As is [M][K/128] row-major, which TMA cannot fetch one k-column at a time. A tile's
-// columns may straddle two or three 128-column weight-scale blocks (BLOCK_N that does not divide
-// 128, or tiles that do not start on a block): each 8-column accumulator group lies in one block,
-// picked per group.
+// (the first with scale-d = 0), commit, wait; the stage is released, then, in fp32 FFMAs,
+// result += acc * (As * Bs) with the row's A scale and the column's B scale. While a warpgroup
+// promotes, the tensor cores have only the other warpgroup's wgmmas to run. With PINGPONG = 1 (two
+// math warpgroups) the two take turns through named barriers: warpgroup 1 issues a k-block once
+// warpgroup 0's wgmmas of it have completed, warpgroup 0 the next one once warpgroup 1's have, so
+// each promotes while the other's wgmmas run instead of both waiting on interleaved ones. (Two
+// accumulators per warpgroup, issuing k-block i + 1 before promoting i, were tried: ptxas
+// serializes those wgmmas, C7514.)
+// Scales are read from global memory by the math threads when a k-block is issued and used when
+// it is promoted, so their latency hides behind tensor work: As is [M][K/128] row-major, which TMA
+// cannot fetch one k-column at a time. A tile's columns may straddle two or three 128-column
+// weight-scale blocks (BLOCK_N that does not divide 128, or tiles that do not start on a block):
+// each 8-column accumulator group lies in one block, picked per group.
 // Epilogue. SPLIT_K == 1: each math warpgroup packs its 64 x BLOCK_N result to bf16 in its own
 // shared-memory staging area (rows padded by 16 bytes: no bank conflicts), then copies it out in
 // 16-byte coalesced stores, rows >= M and columns >= N skipped. SPLIT_K > 1: each math warpgroup
@@ -41,7 +47,7 @@
 // rule (engine/ops/gemm_a8w8_blockscale.c) promises: a host/template mismatch is a fault.
 //
 // Parameters: BLOCK_M (64 or 128), BLOCK_N (a multiple of 16, at most 256), STAGES (>= 2),
-// GROUP_M (rows of tiles walked together), SPLIT_K.
+// GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0 or 1: math warpgroups take turns).
 #include "at_sm90.cuh"
 #include "at_wgmma_e4m3.cuh"
 #include "gemm_a8w8_blockscale_args.h"
@@ -50,7 +56,8 @@ namespace at_sm90 {
 
 template <int BLOCK_M, int BLOCK_N, int STAGES>
 struct layout {
-  static constexpr int math_wg = BLOCK_M / 64;
+  static constexpr int math_wg = BLOCK_M >= 128 ? 2 : 1;  // math warpgroups
+  static constexpr int waves = BLOCK_M / (64 * math_wg);  // 64-row slices per math warpgroup
   static constexpr int threads = 128 * (1 + math_wg);
   static constexpr int a_stage = BLOCK_M * 128, b_stage = BLOCK_N * 128;
   static constexpr int c_pitch = BLOCK_N * 2 + 16;  // bytes per staged output row
@@ -59,7 +66,14 @@ struct layout {
   static constexpr int c_off = b_off + STAGES * b_stage;
   static constexpr int bar_off = c_off + math_wg * 64 * c_pitch;
   static constexpr int flag_off = bar_off + 2 * STAGES * 8;
-  static constexpr int bytes = flag_off + 16 + 1024;  // + the slack to align the base to 1024
+  static constexpr int bytes = flag_off + 16;
+};
+
+// The scales of one k-block for one thread: its two rows' A scales in each wave, and up to three
+// weight-scale blocks that the tile's columns touch.
+template <int WAVES>
+struct kscales {
+  float a[2 * WAVES], b[3];
 };
 
 // Unit u of the persistent walk: its tile's first row and column, and its range of k-blocks.
@@ -87,29 +101,33 @@ __device__ __forceinline__ unit_pos locate(int u, int tiles_m, int tiles_n, int 
 
 }  // namespace at_sm90
 
-template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K>
-__global__ void __launch_bounds__(128 * (1 + BLOCK_M / 64), 1)
+template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PINGPONG>
+__global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
     gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
                               const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_b) {
   using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES>;
-  constexpr int MATH_WG = L::math_wg;
-  constexpr int NACC = BLOCK_N / 2;  // fp32 accumulators per thread for a 64 x BLOCK_N tile
-  static_assert(BLOCK_M == 64 || BLOCK_M == 128, "BLOCK_M must be 64 or 128");
+  constexpr int MATH_WG = L::math_wg, WAVES = L::waves;
+  constexpr int NACC = BLOCK_N / 2;  // fp32 accumulators per thread for a 64 x BLOCK_N slice
+  constexpr bool PINGPONG_ON = PINGPONG == 1 && MATH_WG == 2;
+  // Named barriers: 0 is __syncthreads, 1 + w a math warpgroup's own (epilogue), and the turns.
+  constexpr int BAR_TURN_0 = 3, BAR_TURN_1 = 4;  // "warpgroup 0 (1) may issue"
+  static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 256, "BLOCK_M must be 64, 128 or 256");
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 16 && BLOCK_N <= 256, "BLOCK_N must be a multiple of 16, at most 256");
   static_assert(STAGES >= 2, "STAGES must be at least 2");
   static_assert(GROUP_M >= 1 && SPLIT_K >= 1, "GROUP_M and SPLIT_K must be positive");
-  static_assert(MATH_WG == 1 || BLOCK_N <= 208, "two math warpgroups hold at most 232 registers a thread: BLOCK_N <= 208");
+  static_assert(PINGPONG == 0 || PINGPONG == 1, "PINGPONG must be 0 or 1");
+  static_assert(MATH_WG == 1 || (WAVES + 1) * BLOCK_N <= 416,
+                "two math warpgroups hold at most 232 registers a thread: (WAVES + 1) x BLOCK_N / 2 <= 208");
 
-  extern __shared__ unsigned char smem_raw[];
-  const at_u32 raw = at_smem_addr(smem_raw);
-  const at_u32 base = (raw + 1023) & ~1023u;  // swizzled tiles need 1024-byte alignment
-  unsigned char *const smem = smem_raw + (base - raw);
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const at_u32 base = at_smem_addr(smem);
   const at_u32 full0 = base + L::bar_off, empty0 = full0 + STAGES * 8;
   int *const last_flag = (int *)(smem + L::flag_off);  // per math warpgroup: "this split arrived last"
 
   const int tid = threadIdx.x;
   if (tid == 0) {
-    if (blockDim.x != L::threads || at_dynamic_smem_size() < (at_u32)L::bytes) __trap();
+    // Swizzled tiles need a 1024-byte aligned base, which the declaration asks for.
+    if (blockDim.x != L::threads || at_dynamic_smem_size() < (at_u32)L::bytes || (base & 1023)) __trap();
     for (int s = 0; s < STAGES; s++) {
       at_mbar_init(full0 + s * 8, 1);
       at_mbar_init(empty0 + s * 8, 4 * MATH_WG);
@@ -144,11 +162,12 @@ __global__ void __launch_bounds__(128 * (1 + BLOCK_M / 64), 1)
     return;
   }
 
-  // ---- math warpgroup w ----
+  // ---- math warpgroup w: rows 128 v + 64 w + [0, 64) of the tile in wave v ----
   if (MATH_WG == 2) at_setmaxnreg_inc<232>();
-  const int w = wg - 1, t = tid % 128, warp = t / 32, lane = t % 32;
-  const int row0 = w * 64 + warp * 16 + lane / 4;  // this thread's rows in the tile: row0, row0 + 8
-  const int colq = 2 * (lane % 4);                 // and its columns in each 8-column group
+  const int w = __shfl_sync(0xffffffffu, wg - 1, 0);  // warp-uniform to ptxas: wgmmas sit in its branches
+  const int t = tid % 128, warp = t / 32, lane = t % 32;
+  const int lrow = warp * 16 + lane / 4;  // this thread's rows in a 64-row slice: lrow, lrow + 8
+  const int colq = 2 * (lane % 4);        // and its columns in each 8-column group
   const float *const As = (const float *)args.a_scale;
   const float *const Bs = (const float *)args.b_scale;
   const int nblocks = (N + 127) / 128;
@@ -157,56 +176,74 @@ __global__ void __launch_bounds__(128 * (1 + BLOCK_M / 64), 1)
 
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
     const at_sm90::unit_pos p = at_sm90::locate<BLOCK_M, BLOCK_N, GROUP_M, SPLIT_K>(u, tiles_m, tiles_n, KB);
-    float res[NACC], acc[NACC];
+    float res[WAVES][NACC], acc[NACC];
 #pragma unroll
-    for (int i = 0; i < NACC; i++) res[i] = 0.f;
+    for (int v = 0; v < WAVES; v++)
+#pragma unroll
+      for (int i = 0; i < NACC; i++) res[v][i] = 0.f;
 
     // Scale rows of this thread, clamped into the matrix (rows past M are dropped at the store).
-    const float *const as0 = As + (long)min(p.m0 + row0, M - 1) * KB;
-    const float *const as1 = As + (long)min(p.m0 + row0 + 8, M - 1) * KB;
+    const float *as[2 * WAVES];
+#pragma unroll
+    for (int v = 0; v < WAVES; v++) {
+      const int r = p.m0 + v * 128 + w * 64 + lrow;
+      as[2 * v] = As + (long)min(r, M - 1) * KB;
+      as[2 * v + 1] = As + (long)min(r + 8, M - 1) * KB;
+    }
     const int nb0 = p.n0 / 128;
     const float *const bs0 = Bs + (long)min(nb0, nblocks - 1) * KB;
     const float *const bs1 = Bs + (long)min(nb0 + 1, nblocks - 1) * KB;
     const float *const bs2 = Bs + (long)min(nb0 + 2, nblocks - 1) * KB;
     const int ncol0 = p.n0 & 127;  // the tile's first column inside its weight-scale block
 
-    // The scales of the first k-block; each iteration then loads the next one's.
-    float na0 = 0.f, na1 = 0.f, nb[3] = {0.f, 0.f, 0.f};
-    if (p.kb0 < p.kb1) {
-      na0 = __ldg(as0 + p.kb0), na1 = __ldg(as1 + p.kb0);
-      nb[0] = __ldg(bs0 + p.kb0), nb[1] = __ldg(bs1 + p.kb0), nb[2] = __ldg(bs2 + p.kb0);
-    }
+    // The scales of the first k-block; each iteration then loads the next one's, so that their
+    // latency hides behind a k-block of tensor work.
+    at_sm90::kscales<WAVES> cur, nxt;
+    auto load_scales = [&](int kb, at_sm90::kscales<WAVES> &sc) {
+#pragma unroll
+      for (int i = 0; i < 2 * WAVES; i++) sc.a[i] = __ldg(as[i] + kb);
+      sc.b[0] = __ldg(bs0 + kb), sc.b[1] = __ldg(bs1 + kb), sc.b[2] = __ldg(bs2 + kb);
+    };
+    if (p.kb0 < p.kb1) load_scales(p.kb0, nxt);
     for (int kb = p.kb0; kb < p.kb1; kb++, it++) {
-      const float sa0 = na0, sa1 = na1, sb0 = nb[0], sb1 = nb[1], sb2 = nb[2];
-      if (kb + 1 < p.kb1) {
-        na0 = __ldg(as0 + kb + 1), na1 = __ldg(as1 + kb + 1);
-        nb[0] = __ldg(bs0 + kb + 1), nb[1] = __ldg(bs1 + kb + 1), nb[2] = __ldg(bs2 + kb + 1);
-      }
+      cur = nxt;
+      if (kb + 1 < p.kb1) load_scales(kb + 1, nxt);
       const int s = it % STAGES;
       at_mbar_wait(full0 + s * 8, (at_u32)(it / STAGES) & 1u);
-      const at_u64 da = at_wgmma_desc_sw128(base + L::a_off + s * L::a_stage + w * 64 * 128);
       const at_u64 db = at_wgmma_desc_sw128(base + L::b_off + s * L::b_stage);
 #pragma unroll
-      for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
-      at_wgmma_fence();
+      for (int v = 0; v < WAVES; v++) {
+        const at_u64 da = at_wgmma_desc_sw128(base + L::a_off + s * L::a_stage + (v * 128 + w * 64) * 128);
+        if (PINGPONG_ON) {
+          // Warpgroup 0 issues after warpgroup 1's previous batch has completed (except the
+          // first), warpgroup 1 after warpgroup 0's current one: the two alternate on the tensor
+          // cores, each promoting while the other's wgmmas run.
+          if (w == 0 && (it > 0 || v > 0)) at_named_barrier(BAR_TURN_0, 256);
+          if (w == 1) at_named_barrier(BAR_TURN_1, 256);
+        }
 #pragma unroll
-      for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(acc, da + 2 * ks, db + 2 * ks, ks);
-      at_wgmma_commit();
-      at_wgmma_wait<0>();
+        for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
+        at_wgmma_fence();
 #pragma unroll
-      for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
-      if (lane == 0) at_mbar_arrive(empty0 + s * 8);
+        for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(acc, da + 2 * ks, db + 2 * ks, ks);
+        at_wgmma_commit();
+        at_wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
+        if (PINGPONG_ON) at_named_arrive(w == 0 ? BAR_TURN_1 : BAR_TURN_0, 256);
+        if (v == WAVES - 1) at_mbar_arrive_if(empty0 + s * 8, lane == 0);
 
-      // Promote: result += acc * As[row][kb] * Bs[col / 128][kb], per 8-column group.
+        // Promote: result += acc * As[row][kb] * Bs[col / 128][kb], per 8-column group.
 #pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; j++) {
-        const int blk = (ncol0 + 8 * j) >> 7;
-        const float sb = blk == 0 ? sb0 : blk == 1 ? sb1 : sb2;
-        const float s0 = sa0 * sb, s1 = sa1 * sb;
-        res[4 * j + 0] += acc[4 * j + 0] * s0;
-        res[4 * j + 1] += acc[4 * j + 1] * s0;
-        res[4 * j + 2] += acc[4 * j + 2] * s1;
-        res[4 * j + 3] += acc[4 * j + 3] * s1;
+        for (int g = 0; g < BLOCK_N / 8; g++) {
+          const int blk = (ncol0 + 8 * g) >> 7;
+          const float sb = blk == 0 ? cur.b[0] : blk == 1 ? cur.b[1] : cur.b[2];
+          const float s0 = cur.a[2 * v] * sb, s1 = cur.a[2 * v + 1] * sb;
+          res[v][4 * g + 0] += acc[4 * g + 0] * s0;
+          res[v][4 * g + 1] += acc[4 * g + 1] * s0;
+          res[v][4 * g + 2] += acc[4 * g + 2] * s1;
+          res[v][4 * g + 3] += acc[4 * g + 3] * s1;
+        }
       }
     }
 
@@ -217,10 +254,13 @@ __global__ void __launch_bounds__(128 * (1 + BLOCK_M / 64), 1)
       unsigned *const counters = (unsigned *)args.workspace;
       float *const partials = (float *)(args.workspace + AT_WS_PARTIALS(args.ws_counters));
       const long tile_floats = (long)BLOCK_M * BLOCK_N;
-      float *const mine = partials + ((long)p.split * tiles + p.tile) * tile_floats + (long)w * 64 * BLOCK_N;
+      float *const mine = partials + ((long)p.split * tiles + p.tile) * tile_floats;
 #pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; j++)
-        *(float4 *)(mine + ((long)j * 128 + t) * 4) = make_float4(res[4 * j], res[4 * j + 1], res[4 * j + 2], res[4 * j + 3]);
+      for (int v = 0; v < WAVES; v++)
+#pragma unroll
+        for (int j = 0; j < BLOCK_N / 8; j++)
+          *(float4 *)(mine + ((long)(v * MATH_WG + w) * 64 * BLOCK_N) + ((long)j * 128 + t) * 4) =
+              make_float4(res[v][4 * j], res[v][4 * j + 1], res[v][4 * j + 2], res[v][4 * j + 3]);
       __threadfence();
       at_named_barrier(1 + w, 128);
       if (t == 0) last_flag[w] = atomicAdd(&counters[counter], 1u) == SPLIT_K - 1;
@@ -228,35 +268,46 @@ __global__ void __launch_bounds__(128 * (1 + BLOCK_M / 64), 1)
       if (!last_flag[w]) continue;
       __threadfence();
 #pragma unroll
-      for (int i = 0; i < NACC; i++) res[i] = 0.f;
-      for (int sp = 0; sp < SPLIT_K; sp++) {
-        const float *src = partials + ((long)sp * tiles + p.tile) * tile_floats + (long)w * 64 * BLOCK_N;
+      for (int v = 0; v < WAVES; v++)
 #pragma unroll
-        for (int j = 0; j < BLOCK_N / 8; j++) {
-          const float4 v = __ldcg((const float4 *)(src + ((long)j * 128 + t) * 4));
-          res[4 * j] += v.x, res[4 * j + 1] += v.y, res[4 * j + 2] += v.z, res[4 * j + 3] += v.w;
-        }
+        for (int i = 0; i < NACC; i++) res[v][i] = 0.f;
+      for (int sp = 0; sp < SPLIT_K; sp++) {
+        const float *src = partials + ((long)sp * tiles + p.tile) * tile_floats;
+#pragma unroll
+        for (int v = 0; v < WAVES; v++)
+#pragma unroll
+          for (int j = 0; j < BLOCK_N / 8; j++) {
+            const float4 x = __ldcg((const float4 *)(src + ((long)(v * MATH_WG + w) * 64 * BLOCK_N) + ((long)j * 128 + t) * 4));
+            res[v][4 * j] += x.x, res[v][4 * j + 1] += x.y, res[v][4 * j + 2] += x.z, res[v][4 * j + 3] += x.w;
+          }
       }
       if (t == 0) counters[counter] = 0;
     }
 
-    // Epilogue: bf16 through this warpgroup's staging area, then 16-byte coalesced stores.
-    const int lrow = warp * 16 + lane / 4;
-#pragma unroll
-    for (int j = 0; j < BLOCK_N / 8; j++) {
-      *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) = at_pack_bf16x2(res[4 * j], res[4 * j + 1]);
-      *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) = at_pack_bf16x2(res[4 * j + 2], res[4 * j + 3]);
-    }
-    at_named_barrier(1 + w, 128);
+    // Epilogue, slice by slice: bf16 through this warpgroup's staging area, then 16-byte coalesced
+    // stores.
     unsigned short *const C = (unsigned short *)args.c;
     constexpr int CHUNKS = BLOCK_N / 8;  // 16-byte chunks per row
+#pragma unroll
+    for (int v = 0; v < WAVES; v++) {
+#pragma unroll
+      for (int j = 0; j < BLOCK_N / 8; j++) {
+        *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) = at_pack_bf16x2(res[v][4 * j], res[v][4 * j + 1]);
+        *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) =
+            at_pack_bf16x2(res[v][4 * j + 2], res[v][4 * j + 3]);
+      }
+      at_named_barrier(1 + w, 128);
 #pragma unroll 4
-    for (int c = t; c < 64 * CHUNKS; c += 128) {
-      const int r = c / CHUNKS, cc = c % CHUNKS;
-      const int grow = p.m0 + w * 64 + r, gcol = p.n0 + cc * 8;
-      if (grow < M && gcol < N)
-        *(uint4 *)(C + (long)grow * N + gcol) = *(const uint4 *)(stage_c + r * L::c_pitch + cc * 16);
+      for (int c = t; c < 64 * CHUNKS; c += 128) {
+        const int r = c / CHUNKS, cc = c % CHUNKS;
+        const int grow = p.m0 + v * 128 + w * 64 + r, gcol = p.n0 + cc * 8;
+        if (grow < M && gcol < N)
+          *(uint4 *)(C + (long)grow * N + gcol) = *(const uint4 *)(stage_c + r * L::c_pitch + cc * 16);
+      }
+      at_named_barrier(1 + w, 128);  // the staging area is free again
     }
-    at_named_barrier(1 + w, 128);  // the staging area is free again for the next tile
   }
+  // Warpgroup 1's arrival after the very last batch has no batch of warpgroup 0 to wait for it:
+  // take it here, so that no barrier is left half-arrived.
+  if (PINGPONG_ON && w == 0 && it > 0) at_named_barrier(BAR_TURN_0, 256);
 }

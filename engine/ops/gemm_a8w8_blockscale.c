@@ -26,8 +26,9 @@ static const param_range MMA_PARAMS[] = {{"BLOCK_M", 16, 512}, {"BLOCK_N", 16, 5
                                          {"WARPS_M", 1, 16},   {"WARPS_N", 1, 16},   {"STAGES", 2, 16},
                                          {"SPLIT_K", 1, 64},   {NULL, 0, 0}};
 static const param_range MMA_OPTIONAL[] = {{"GROUP_M", 1, 64}, {"B_HINT", 0, 2}, {NULL, 0, 0}};
-static const param_range SM90_PARAMS[] = {{"BLOCK_M", 64, 128}, {"BLOCK_N", 16, 256}, {"STAGES", 2, 16},
-                                          {"GROUP_M", 1, 64},   {"SPLIT_K", 1, 64},   {NULL, 0, 0}};
+static const param_range SM90_PARAMS[] = {{"BLOCK_M", 64, 256}, {"BLOCK_N", 16, 256}, {"STAGES", 2, 16},
+                                          {"GROUP_M", 1, 64},   {"SPLIT_K", 1, 64},   {"PINGPONG", 0, 1},
+                                          {NULL, 0, 0}};
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
@@ -36,11 +37,15 @@ static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
  * A scales of the tile's rows, and up to four B scales; padded to 128 bytes. */
 static int64_t mma_stage_bytes(int64_t bm, int64_t bn) { return align_up((bm + bn) * 128 + bm * 4 + 16, 128); }
 
+/* The sm90 family's math warpgroups: one for BLOCK_M = 64, two above (each takes BLOCK_M / 128
+ * slices of 64 rows). */
+static int64_t sm90_math_wg(int64_t bm) { return bm >= 128 ? 2 : 1; }
+
 /* The sm90 family's shared memory (templates/gemm_a8w8_blockscale_sm90.cuh, at_sm90::layout):
  * STAGES x (A + B tiles), a bf16 staging area of 64 rows x (2 BLOCK_N + 16) bytes per math
- * warpgroup, two mbarriers per stage, flags, and 1024 bytes to align the base. */
+ * warpgroup, two mbarriers per stage and flags. */
 static int64_t sm90_smem_bytes(int64_t bm, int64_t bn, int64_t stages) {
-  return stages * (bm + bn) * 128 + (bm / 64) * 64 * (bn * 2 + 16) + 2 * stages * 8 + 16 + 1024;
+  return stages * (bm + bn) * 128 + sm90_math_wg(bm) * 64 * (bn * 2 + 16) + 2 * stages * 8 + 16;
 }
 
 static int has_param(const at_params *p, const char *name) {
@@ -87,8 +92,9 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
   }
   if (strcmp(family, "sm90") == 0) {
     AT_TRY(require(family, SM90_PARAMS, p));
-    if (bm != 64 && bm != 128) return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M must be 64 or 128 (got %lld)", (long long)bm);
-    out[0] = 128 * (1 + bm / 64);
+    if (bm != 64 && bm != 128 && bm != 256)
+      return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M must be 64, 128 or 256 (got %lld)", (long long)bm);
+    out[0] = 128 * (1 + sm90_math_wg(bm));
     out[1] = sm90_smem_bytes(bm, bn, at_params_get(p, "STAGES", 0));
     return AT_OK;
   }
@@ -138,7 +144,7 @@ static int launch(const char *family, const at_params *p, const at_shape *s, int
     out->cluster = 1;
     out->smem_bytes = (unsigned)derived[1];
     if (split > 1) {
-      out->ws_counters = tiles * (bm / 64);
+      out->ws_counters = tiles * sm90_math_wg(bm);
       out->ws_partial_bytes = (size_t)(split * tiles * bm * bn * 4);
     }
     return AT_OK;

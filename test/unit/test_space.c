@@ -200,8 +200,11 @@ static void test_shipped_space(void) {
   CHECK(s->timing.timeout_s == 10.0);
   check_shipped_shapes(s);
 
-  CHECK_EQ_INT(s->nvariants, 2);
-  if (s->nvariants == 2) {
+  CHECK_EQ_INT(s->nvariants, 3);
+  if (s->nvariants == 3) {
+    CHECK(strcmp(s->variants[2].name, "sm90") == 0); /* BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG */
+    CHECK(strcmp(s->variants[2].family, "sm90") == 0);
+    CHECK_EQ_INT(s->variants[2].nparams, 6);
     CHECK(strcmp(s->variants[1].name, "mma_rs") == 0);
     CHECK(strcmp(s->variants[1].family, "mma") == 0);
     CHECK_EQ_INT(s->variants[1].nparams, 9);
@@ -223,7 +226,7 @@ static void test_shipped_space(void) {
   rc = at_enumerate(s, &lim, AT_DEFAULT_MAX_CANDIDATES, &e);
   CHECK_EQ_INT(rc, AT_OK);
   if (e) {
-    CHECK_EQ_INT(e->total, 4 * 4 * 1 * 3 * 3 * 3 * 2 * 4 * 2 + 2 * 3 * 1 * 2 * 3 * 3 * 2 * 4 * 2);
+    CHECK_EQ_INT(e->total, 4 * 4 * 1 * 3 * 3 * 3 * 2 * 4 * 2 + 2 * 3 * 1 * 2 * 3 * 3 * 2 * 4 * 2 + 3 * 6 * 6 * 2 * 4 * 2);
     CHECK(e->n > 0 && (int64_t)e->n < e->total);
     CHECK_EQ_INT(e->nshapes, 40);
     CHECK_EQ_INT(at_enum_pruned_total(e) + (int64_t)e->n, e->total);
