@@ -152,7 +152,7 @@ static void check_shipped_constraints(const at_variant *v) {
   const at_constraint *c = find_constraint(v, "warp_tile_m");
   if (c) {
     CHECK(strcmp(c->text, "BLOCK_M % (16 * WARPS_M) == 0") == 0);
-    CHECK_EQ_INT(c->line, 29);
+    CHECK_EQ_INT(c->line, 31);
     CHECK_EQ_INT(c->col, 21); /* the first character inside the quotes */
   }
   c = find_constraint(v, "split_k_fills");
@@ -187,6 +187,7 @@ static void test_shipped_space(void) {
   CHECK(strcmp(s->tag, "A8W8_BLOCKSCALE") == 0);
   CHECK(s->atol == 1e-2);
   CHECK(s->rtol == 1e-2);
+  CHECK(s->gamma == 0.0009765625);
   CHECK_EQ_INT(s->seed, 20261122); /* the default: the file sets none */
   CHECK_EQ_INT(strlen(s->hash), 64);
   CHECK(strspn(s->hash, "0123456789abcdef") == 64);
@@ -214,7 +215,7 @@ static void test_shipped_space(void) {
     CHECK(strcmp(v->template_arg, "../templates/gemm_a8w8_blockscale_mma.cuh") == 0);
     CHECK(at_file_exists(v->template_path));
     CHECK(strcmp(v->entry, ENTRY) == 0);
-    CHECK_EQ_INT(v->line, 13);
+    CHECK_EQ_INT(v->line, 15);
     check_shipped_params(v);
     check_shipped_constraints(v);
   }
