@@ -8,17 +8,17 @@
  *   b        N x K   e4m3, row-major, row stride K bytes (the weights)
  *   b_scale  ceil(N/128) x K/128 fp32, row-major, row stride K/128
  *   c        M x N   bf16, row-major, row stride N
- *   workspace  split-K scratch (below); 0 for launches that do not split K
- *   ws_counters  the number of arrival counters at the start of the workspace
+ *   partials   split-K scratch: fp32 partial tiles, no state between launches
+ *   counters   split-K arrival counters: ws_counters u32, one per output tile (or per tile and
+ *            math warpgroup), never aliasing the partials
+ *   ws_counters  how many counters there are; 0 and null pointers when K is not split
  *
- * The split-K workspace, as every family and every owner of a workspace (the worker, the runtime)
- * must keep it, whatever ran before on any stream:
- *   bytes [0, 4 * ws_counters)           u32 arrival counters, one per output tile. Zero whenever
- *                                        no launch that uses them is running: each launch leaves
- *                                        every counter it incremented at zero again.
- *   bytes [AT_WS_PARTIALS(ws_counters), ...)  fp32 partial tiles; no state between launches.
- * Counters and partials never alias, so a launch with more tiles than the last one still finds
- * zeros. A kernel that needs more counters than ws_counters traps (a fault, never a wrong answer).
+ * The split-K invariant, which every family and every owner of counters (the worker, the runtime)
+ * keeps whatever ran before on any stream: the counters are zero whenever no launch that uses them
+ * is running, because each launch leaves every counter it incremented at zero again. So counters
+ * may live in memory that persists across launches and CUDA-graph replays without ever being
+ * cleared again, while partials may come from anywhere (the graph's own memory included). A kernel
+ * that needs more counters than ws_counters traps (a fault, never a wrong answer).
  *
  * Rules: M >= 1; K a multiple of 128; N a multiple of 8; a, b, c 16-byte aligned; scales 4-byte
  * aligned. Pointers are carried as 64-bit integers so that C and C++ agree on the layout. */
@@ -26,12 +26,9 @@
 #define AT_GEMM_A8W8_BLOCKSCALE_ARGS_H
 
 typedef struct at_gemm_a8w8_blockscale_args {
-  unsigned long long a, a_scale, b, b_scale, c, workspace;
+  unsigned long long a, a_scale, b, b_scale, c, partials, counters;
   int m, n, k;
-  int ws_counters; /* split-K arrival counters at the start of the workspace */
+  int ws_counters; /* split-K arrival counters at `counters` */
 } at_gemm_a8w8_blockscale_args;
-
-/* Byte offset of the partial tiles in a workspace with `counters` counters. */
-#define AT_WS_PARTIALS(counters) ((((unsigned long long)(counters) * 4ull + 255ull) / 256ull) * 256ull)
 
 #endif

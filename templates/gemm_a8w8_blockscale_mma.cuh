@@ -19,9 +19,8 @@
 // Split-K (SPLIT_K > 1): every split writes its fp32 partial tile to the workspace, then counts
 // itself in the tile's arrival counter; the last to arrive sums the partials in split order (the
 // result does not depend on arrival order), writes C, and resets the counter to zero for the next
-// launch. Workspace (the invariant of gemm_a8w8_blockscale_args.h): args.ws_counters counters, of
-// which this launch uses the first `tiles`, then SPLIT_K x tiles partial tiles at
-// AT_WS_PARTIALS(args.ws_counters). Too few counters traps.
+// launch (the invariant of gemm_a8w8_blockscale_args.h): this launch uses the first `tiles` of
+// args.ws_counters counters, and SPLIT_K x tiles partial tiles. Too few counters traps.
 //
 // Parameters: BLOCK_M, BLOCK_N (tile), BLOCK_K (must be 128: the scale granularity), WARPS_M x
 // WARPS_N warps (each owns a (BLOCK_M/WARPS_M) x (BLOCK_N/WARPS_N) sub-tile), STAGES (pipeline
@@ -278,8 +277,8 @@ __device__ __forceinline__ void gemm_a8w8_blockscale_mma_body(const at_gemm_a8w8
   // Split-K: publish this split's partial tile, then the last split to arrive reduces.
   const int tiles = tiles_m * tiles_n;
   if (tiles > args.ws_counters) __trap();
-  unsigned *counters = (unsigned *)args.workspace;
-  float *partials = (float *)(args.workspace + AT_WS_PARTIALS(args.ws_counters));
+  unsigned *counters = (unsigned *)args.counters;
+  float *partials = (float *)args.partials;
   const int tile = blockIdx.x;
   constexpr int TILE_FLOATS = BLOCK_M * BLOCK_N;
   float *mine = partials + ((long)blockIdx.z * tiles + tile) * TILE_FLOATS;

@@ -39,9 +39,8 @@
 // 16-byte coalesced stores, rows >= M and columns >= N skipped. SPLIT_K > 1: each math warpgroup
 // writes its fp32 partial to the workspace and counts itself in counter (tile * MATH_WG + w); the
 // last of the SPLIT_K to arrive sums the partials in split order (arrival order does not change
-// the result), resets the counter to zero, and stores as above. The workspace keeps the invariant
-// of gemm_a8w8_blockscale_args.h: tiles * MATH_WG counters (too few traps), partials after
-// AT_WS_PARTIALS(args.ws_counters).
+// the result), resets the counter to zero, and stores as above: the invariant of
+// gemm_a8w8_blockscale_args.h, with tiles * MATH_WG counters (too few traps).
 // Tails: TMA reads rows past M or N as zeros; scale reads are clamped to the last row or block.
 // The kernel traps when launched with other threads or less dynamic shared memory than its launch
 // rule (engine/ops/gemm_a8w8_blockscale.c) promises: a host/template mismatch is a fault.
@@ -251,8 +250,8 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
       // Publish this split's partial, count it; the last split to arrive reduces.
       const int counter = p.tile * MATH_WG + w;
       if (tiles * MATH_WG > args.ws_counters) __trap();
-      unsigned *const counters = (unsigned *)args.workspace;
-      float *const partials = (float *)(args.workspace + AT_WS_PARTIALS(args.ws_counters));
+      unsigned *const counters = (unsigned *)args.counters;
+      float *const partials = (float *)args.partials;
       const long tile_floats = (long)BLOCK_M * BLOCK_N;
       float *const mine = partials + ((long)p.split * tiles + p.tile) * tile_floats;
 #pragma unroll

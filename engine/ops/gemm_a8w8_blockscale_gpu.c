@@ -190,8 +190,10 @@ static int kernel_params(void *p, int set, const char *family, const at_params *
   const gset *s = &st->set[set];
   at_a8w8_plan plan;
   AT_TRY(at_a8w8_plan_of(family, params, &plan));
-  at_gemm_a8w8_blockscale_args a = {s->a, s->as, s->b, s->bs, s->c, ws, (int)st->s.m, (int)st->s.n, (int)st->s.k,
-                                    (int)ws_counters};
+  /* The worker's workspace: its counters, then the partials (op.h's at_ws_bytes layout). */
+  CUdeviceptr partials = ws ? ws + at_ws_bytes(ws_counters, 0) : 0;
+  at_gemm_a8w8_blockscale_args a = {s->a, s->as, s->b, s->bs, s->c, partials, ws, (int)st->s.m, (int)st->s.n,
+                                    (int)st->s.k, (int)ws_counters};
   return at_a8w8_kparams(&plan, &a, out);
 }
 

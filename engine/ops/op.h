@@ -33,8 +33,8 @@ typedef struct at_launch {
   size_t ws_partial_bytes; /* split-K partial tiles, after the counters */
 } at_launch;
 
-/* Bytes of a split-K workspace: `counters` zeroed counters, then the partial tiles (the layout of
- * templates/gemm_a8w8_blockscale_args.h, which every op with a workspace shares). */
+/* Bytes of a split-K workspace in one buffer: `counters` zeroed counters, then, 256-byte aligned,
+ * the partial tiles (how the worker and the runtime's per-stream workspaces lay them out). */
 static inline size_t at_ws_bytes(int64_t counters, size_t partial_bytes) {
   return (size_t)(((counters * 4 + 255) / 256) * 256) + partial_bytes;
 }

@@ -14,7 +14,8 @@
  *  - With a DB, a watcher thread stat()s the DB and its WAL once a second; on a change it looks
  *    every entry up again and publishes one new table, reusing the entries whose answer did not
  *    change. The launch path never does SQL, I/O, or a clock read.
- *  - Split-K workspaces: workspace.h (per stream outside capture, the graph's own inside it).
+ *  - Split-K workspaces: workspace.h (per stream outside capture; inside it, counters of the
+ *    launch's own from a zeroed arena and partials from the graph's memory).
  *  - A kernel's launch parameters go through the family's launch protocol, shared with the worker
  *    (engine/ops/gemm_a8w8_blockscale_kparams.h): what is checked and timed is what is launched.
  *  - All DB, file, NVRTC and module work happens under the mutex, off the launch path's fast path. */
@@ -585,17 +586,17 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
     tl_kern = kern->serial, tl_m = m, tl_n = n, tl_k = k;
   }
   const at_launch L = tl_launch;
-  at_ws_lease ws = {0, 0, 0};
+  at_ws_lease ws = {0, 0, 0, 0};
   if (L.ws_counters && at_ws_acquire(rt->workspaces, ctx, (CUstream)stream, L.ws_counters, L.ws_partial_bytes, &ws))
     return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
   at_gemm_a8w8_blockscale_args args = {(uintptr_t)a, (uintptr_t)a_scale, (uintptr_t)b, (uintptr_t)b_scale, (uintptr_t)c,
-                                       ws.ptr, (int)m, (int)n, (int)k, (int)ws.counters};
+                                       ws.partials, ws.counters, (int)m, (int)n, (int)k, (int)ws.ncounters};
   at_kparams kp;
   if (at_a8w8_kparams(&kern->plan, &args, &kp)) rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
   CUresult r = rc ? CUDA_SUCCESS : at_launch_kernel(kern->fn, &L, (CUstream)stream, &kp);
   if (r != CUDA_SUCCESS) rc = rt_fail(AT_STATUS_ERROR, "%s: launch failed: %s", FN, at_cu_error_name(r));
-  /* A graph's own workspace is freed after the kernel (a free node), launched or not. */
-  if (ws.graph_owned && at_ws_release(&ws, (CUstream)stream) && !rc)
+  /* A graph's own memory is freed after the kernel (a free node), launched or not. */
+  if (ws.graph_memory && at_ws_release(&ws, (CUstream)stream) && !rc)
     rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
   return rc;
 }

@@ -1,21 +1,25 @@
 /* workspace.h: the runtime library's split-K workspaces.
  *
- * Every launch that splits K gets a workspace laid out as templates/gemm_a8w8_blockscale_args.h
- * says (counters, then partial tiles) whose counters are zero when the launch starts, whatever ran
- * before it on any stream, and which no launch that may run at the same time shares:
- *  - Outside stream capture, a workspace belongs to one stream, found by the driver's stream id
- *    (unique for the life of the process: a new stream that reuses a destroyed stream's handle gets
- *    a new workspace). Launches on a stream run in order and each leaves its counters at zero, so
- *    the next one finds them zero. The counter region has a fixed size per buffer and partials
- *    start after it, so a launch with more tiles than the last one never reads partials as
- *    counters. A launch that needs more counters or partial bytes than the buffer has gets a new,
- *    zeroed buffer (the old ones are freed at close: kernels in flight may still use them).
- *  - During stream capture, each captured launch gets its own workspace from the graph: allocated
- *    with cuMemAllocAsync on the capturing stream (a memory node of the graph), its counters zeroed
- *    by a memset node, freed by a free node after the kernel. Two graphs, or a graph replayed next
- *    to eager launches on any stream, never share counters, and nothing has to have run on the
- *    capturing stream before. A framework has nothing to do: no warm-up on the capturing stream,
- *    no workspace of its own.
+ * Every launch that splits K gets counters and partials as templates/gemm_a8w8_blockscale_args.h
+ * says: counters that are zero when the launch starts, whatever ran before on any stream, and that
+ * no launch that may run at the same time shares; partials that no concurrent launch shares.
+ *  - Outside stream capture, both belong to one stream, found by the driver's stream id (unique
+ *    for the life of the process: a new stream that reuses a destroyed stream's handle gets its
+ *    own). Launches on a stream run in order and each leaves its counters at zero, so the next
+ *    finds them zero. One buffer per stream: a counter region of fixed size, then the partials, so
+ *    a launch with more tiles than the last one never reads partials as counters. A launch that
+ *    needs more of either gets a new, zeroed buffer (old ones are freed at close: kernels in
+ *    flight may still use them).
+ *  - During stream capture, each captured launch gets counters of its own for the life of the
+ *    runtime, carved from a per-context arena that was zeroed when it was made (outside any
+ *    capture): the graph keeps their address, every replay leaves them at zero, and no other
+ *    launch or graph touches them. Its partials are the graph's own memory (cuMemAllocAsync on the
+ *    capturing stream before the kernel, cuMemFreeAsync after: memory nodes, no copy, no memset).
+ *    The arena is made, and refilled when half used, by split-K launches outside capture, which is
+ *    what a framework's warm-up does. Without one (a split-K config captured before any ran
+ *    eagerly in the context), the counters too come from the graph, zeroed by a memset node at
+ *    each replay: correct, a microsecond or two slower.
+ *    So a framework has nothing to do: no warm-up on the capturing stream, no workspace of its own.
  * The fast path (a stream seen before, a buffer large enough) takes no lock and allocates nothing. */
 #ifndef AT_RUNTIME_WORKSPACE_H
 #define AT_RUNTIME_WORKSPACE_H
@@ -28,19 +32,19 @@
 typedef struct at_ws_pool at_ws_pool;
 
 at_ws_pool *at_ws_pool_new(void);
-/* Frees every buffer (the caller guarantees no launch still uses them). */
+/* Frees every buffer (the caller guarantees no launch or graph still uses them). */
 void at_ws_pool_free(at_ws_pool *pool);
 
-/* A workspace for one launch. graph_owned: allocated inside a capture, to be released by
- * at_ws_release on the same stream after the launch is enqueued. */
+/* What one launch gets. graph_memory: bytes allocated inside a capture, to be released by
+ * at_ws_release on the same stream once the launch is enqueued. */
 typedef struct at_ws_lease {
-  CUdeviceptr ptr;
-  int64_t counters; /* the counter region of ptr, >= what was asked for */
-  int graph_owned;
+  CUdeviceptr counters, partials;
+  int64_t ncounters; /* counters at `counters`, >= what was asked for */
+  CUdeviceptr graph_memory;
 } at_ws_lease;
 
-/* A workspace with at least `counters` zero counters and `partial_bytes` after them, for a launch
- * on `stream` of context ctx (current). Fails with a message (AT_ERR_RUNTIME). */
+/* Counters (at least `counters`) and `partial_bytes` of partials for a launch on `stream` of the
+ * current context ctx. Fails with a message (AT_ERR_RUNTIME). */
 int at_ws_acquire(at_ws_pool *pool, CUcontext ctx, CUstream stream, int64_t counters, size_t partial_bytes,
                   at_ws_lease *out);
 int at_ws_release(const at_ws_lease *lease, CUstream stream);

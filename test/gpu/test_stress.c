@@ -398,9 +398,11 @@ int main(void) {
   uint64_t rng = SEED;
   int big = 0;
   /* The problems that reproduce the reported failure come first: 256x1024x2048, 64x1024x3072,
-   * 256x1024x3072 in that order on one stream. */
-  static const int64_t FIXED[][3] = {{256, 1024, 2048}, {64, 1024, 3072}, {256, 1024, 3072}, {4096, 2048, 2048}};
-  for (int i = 0; i < 4; i++, NP++) make_problem(&P[NP], FIXED[i][0], FIXED[i][1], FIXED[i][2], next_rand(&rng));
+   * 256x1024x3072 in that order on one stream; then one with many tiles, and two (N, K) that no
+   * file tunes, so that every sequence has some. */
+  static const int64_t FIXED[][3] = {{256, 1024, 2048}, {64, 1024, 3072}, {256, 1024, 3072}, {4096, 2048, 2048},
+                                     {100, 1536, 1536}, {7, 512, 4096}};
+  for (int i = 0; i < 6; i++, NP++) make_problem(&P[NP], FIXED[i][0], FIXED[i][1], FIXED[i][2], next_rand(&rng));
   big = 1;
   while (NP < MAX_PROBLEMS) {
     int64_t m = MS[next_rand(&rng) % (sizeof MS / sizeof MS[0])];
