@@ -187,6 +187,16 @@ int at_enumerate(const at_space *s, const at_limits *lim, int64_t max_candidates
   e->nshapes = s->nshapes;
   *out = NULL;
   for (size_t vi = 0; vi < s->nvariants; vi++) {
+    /* A family the compile target cannot run (sm90 on sm_89): every point is skipped, with why. */
+    const char *why = s->op->family_unsupported ? s->op->family_unsupported(s->variants[vi].family, lim->arch) : NULL;
+    if (why) {
+      char *rule = at_xasprintf("device_arch (%s; the target is %s)", why, lim->arch);
+      int64_t points = variant_points(&s->variants[vi]);
+      e->total = points > INT64_MAX - e->total ? INT64_MAX : e->total + points;
+      count_slot(e, vi, rule, 0)->count += points;
+      free(rule);
+      continue;
+    }
     int rc = enumerate_variant(s, vi, lim, max_candidates, e);
     if (rc) {
       at_enum_free(e);

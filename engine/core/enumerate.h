@@ -1,7 +1,9 @@
 /* enumerate.h: the candidates of a search space: the cartesian product of each variant's
  * parameter values, pruned by the variant's constraints and by the device's limits.
  *
- * Counting rule: a candidate is counted once, under the first rule that removes it, in this
+ * Counting rule: a variant whose family the compile target cannot run (the op's
+ * family_unsupported) is skipped whole, every point counted under "device_arch (reason)".
+ * Otherwise a candidate is counted once, under the first rule that removes it, in this
  * order: the variant's constraints that do not mention M, N or K (in file order), then the device
  * limits on threads and shared memory. Constraints that mention M, N or K are evaluated per shape;
  * they remove (candidate, shape) pairs, counted per constraint separately, and a candidate that no
