@@ -1,5 +1,6 @@
 /* cmd_export.c: `autotune export`: the tuned configs of the DB as JSON files, one per
- * (device, tag, N, K) with the M buckets, plus one default file per (device, tag). Everything is
+ * (device, tag, N, K) with the M buckets and an M_LEQ_<m> entry per tuned M (core/select.h), plus
+ * one default file per (device, tag). Everything is
  * computed from the DB; earlier files are never read. Format: docs/formats.md.
  *
  * The DB is input like any other: every (op, tag) in it is checked (core/select.h) before the first

@@ -18,7 +18,9 @@
 static const char *USAGE =
     "usage: autotune query --op OP -M m -N n -K k [--device D] [--tag TAG] [--db PATH] [--configs DIR]\n\n"
     "Prints, as JSON, the config chosen for the problem and the source that answered: the DB's\n"
-    "results for the exact (N, K), the (N, K) file, the default file, or the built-in default.\n\n"
+    "results for the exact (N, K), the (N, K) file, the default file, or the built-in default.\n"
+    "\"bucket\" names the entry that answered: M_LEQ_<m>, the smallest tuned M at or above -M (any\n"
+    "above the largest), or the seed's bucket of -M where the source has no per-M entries.\n\n"
     "  --device D     sm90, or a product name like NVIDIA_H100_80GB_HBM3 (default: this machine's\n"
     "                 GPU; without one, the only device the configs directory has files for)\n"
     "  --db PATH      look in this DB first\n"
@@ -173,9 +175,11 @@ int cmd_query(int argc, char **argv) {
   int rc = at_lookup(&q, &r);
   at_store_close(db);
   AT_TRY(rc);
-  int bucket;
-  const at_config *c = at_config_for_m(&r.set, m, &bucket);
+  int entry;
+  const at_config *c = at_config_for_m(&r.set, m, &entry);
   if (!c) return at_fail(AT_ERR_RUNTIME, "query: %s has no config for M=%lld", r.path, (long long)m);
+  char entry_name[32]; /* a bucket, or M_LEQ_<m> */
+  at_config_entry_name(&r.set, entry, entry_name, sizeof entry_name);
   char *params = at_config_params_json(c), *expr = at_config_name_expr(c);
   at_buf b = {0};
   at_buf_printf(&b, "{\"op\": \"%s\", \"M\": %lld, \"N\": %lld, \"K\": %lld, \"device\": ", op, (long long)m, (long long)n,
@@ -183,7 +187,7 @@ int cmd_query(int argc, char **argv) {
   at_buf_json_string(&b, names[0]);
   at_buf_printf(&b, ",\n \"source\": \"%s\", \"path\": ", AT_SOURCE_NAMES[r.source]);
   at_buf_json_string(&b, r.path);
-  at_buf_printf(&b, ", \"bucket\": \"%s\",\n \"config\": {\"variant\": ", AT_BUCKET_NAMES[bucket]);
+  at_buf_printf(&b, ", \"bucket\": \"%s\",\n \"config\": {\"variant\": ", entry_name);
   at_buf_json_string(&b, c->variant);
   at_buf_puts(&b, ", \"template\": ");
   at_buf_json_string(&b, c->template_name);

@@ -113,11 +113,85 @@ int at_config_same(const at_config *a, const at_config *b) {
   return 1;
 }
 
-const at_config *at_config_for_m(const at_config_set *cs, int64_t m, int *bucket) {
-  int b = at_bucket_of(m);
-  if (!cs->bucket[b].valid) b = AT_BUCKET_ANY;
-  if (bucket) *bucket = b;
-  return cs->bucket[b].valid ? &cs->bucket[b] : NULL;
+const at_config *at_config_for_m(const at_config_set *cs, int64_t m, int *entry) {
+  int i = 0, e;
+  while (i < cs->nmleq && cs->mleq_m[i] < m) i++; /* the smallest tuned M at or above m */
+  if (i < cs->nmleq && cs->mleq[i].valid)
+    e = AT_NBUCKETS + i;
+  else if (cs->nmleq && i == cs->nmleq)
+    e = AT_BUCKET_ANY; /* beyond the largest tuned M */
+  else
+    e = at_bucket_of(m); /* no M_LEQ entries (the seed's rule), or that one was not launchable */
+  if (e < AT_NBUCKETS && !cs->bucket[e].valid) e = AT_BUCKET_ANY;
+  if (entry) *entry = e;
+  return at_config_entry(cs, e);
+}
+
+const at_config *at_config_entry(const at_config_set *cs, int entry) {
+  const at_config *c = NULL;
+  if (entry >= 0 && entry < AT_NBUCKETS)
+    c = &cs->bucket[entry];
+  else if (entry >= AT_NBUCKETS && entry < AT_NBUCKETS + cs->nmleq)
+    c = &cs->mleq[entry - AT_NBUCKETS];
+  return c && c->valid ? c : NULL;
+}
+
+void at_config_entry_name(const at_config_set *cs, int entry, char *out, size_t n) {
+  if (entry >= 0 && entry < AT_NBUCKETS)
+    snprintf(out, n, "%s", AT_BUCKET_NAMES[entry]);
+  else if (entry >= AT_NBUCKETS && entry < AT_NBUCKETS + cs->nmleq)
+    snprintf(out, n, "M_LEQ_%lld", (long long)cs->mleq_m[entry - AT_NBUCKETS]);
+  else
+    snprintf(out, n, "?");
+}
+
+int at_mleq_parse(const char *key, int64_t *m) {
+  static const char PREFIX[] = "M_LEQ_";
+  if (strncmp(key, PREFIX, sizeof PREFIX - 1) != 0) return -1;
+  const char *d = key + sizeof PREFIX - 1;
+  if (*d < '1' || *d > '9' || strlen(d) > 9) return -1; /* no sign, no leading zero, no overflow */
+  int64_t v = 0;
+  for (; *d; d++) {
+    if (*d < '0' || *d > '9') return -1;
+    v = v * 10 + (*d - '0');
+  }
+  if (v > AT_MLEQ_MAX_M) return -1;
+  *m = v;
+  return 0;
+}
+
+static int same_valid(const at_config *a, const at_config *b) {
+  return a->valid == b->valid && (!a->valid || at_config_same(a, b));
+}
+
+int at_config_set_same(const at_config_set *a, const at_config_set *b) {
+  for (int i = 0; i < AT_NBUCKETS; i++)
+    if (!same_valid(&a->bucket[i], &b->bucket[i])) return 0;
+  if (a->nmleq != b->nmleq) return 0;
+  for (int i = 0; i < a->nmleq; i++)
+    if (a->mleq_m[i] != b->mleq_m[i] || !same_valid(&a->mleq[i], &b->mleq[i])) return 0;
+  return 1;
+}
+
+/* One member of "buckets" or "per_M": the config and the tuned M (with times) that chose it. */
+static void put_entry(at_buf *b, int first, const char *key, const at_config *c, int ntuned, const int64_t *tuned_m,
+                      const double *time_us) {
+  at_buf_printf(b, "%s\n    \"%s\": {\"variant\": ", first ? "" : ",", key);
+  at_buf_json_string(b, c->variant);
+  at_buf_puts(b, ", \"family\": ");
+  at_buf_json_string(b, c->family);
+  at_buf_puts(b, ", \"template\": ");
+  at_buf_json_string(b, c->template_name);
+  at_buf_puts(b, ",\n      \"entry\": ");
+  at_buf_json_string(b, c->entry);
+  char *params = at_config_params_json(c);
+  at_buf_printf(b, ",\n      \"params\": %s", params);
+  free(params);
+  at_buf_puts(b, ",\n      \"tuned_M\": [");
+  for (int k = 0; k < ntuned; k++) at_buf_printf(b, "%s%lld", k ? ", " : "", (long long)tuned_m[k]);
+  at_buf_puts(b, "], \"time_us\": [");
+  for (int k = 0; k < ntuned; k++) at_buf_printf(b, "%s%.3f", k ? ", " : "", time_us[k]);
+  at_buf_puts(b, "]}");
 }
 
 char *at_config_set_to_json(const at_config_set *cs) {
@@ -139,27 +213,27 @@ char *at_config_set_to_json(const at_config_set *cs) {
   at_buf_puts(&b, ",\n  \"buckets\": {");
   int first = 1;
   for (int i = 0; i < AT_NBUCKETS; i++) {
-    const at_config *c = &cs->bucket[i];
-    if (!c->valid) continue;
-    at_buf_printf(&b, "%s\n    \"%s\": {\"variant\": ", first ? "" : ",", AT_BUCKET_NAMES[i]);
+    if (!cs->bucket[i].valid) continue;
+    put_entry(&b, first, AT_BUCKET_NAMES[i], &cs->bucket[i], cs->ntuned[i], cs->tuned_m[i], cs->time_us[i]);
     first = 0;
-    at_buf_json_string(&b, c->variant);
-    at_buf_puts(&b, ", \"family\": ");
-    at_buf_json_string(&b, c->family);
-    at_buf_puts(&b, ", \"template\": ");
-    at_buf_json_string(&b, c->template_name);
-    at_buf_puts(&b, ",\n      \"entry\": ");
-    at_buf_json_string(&b, c->entry);
-    char *params = at_config_params_json(c);
-    at_buf_printf(&b, ",\n      \"params\": %s", params);
-    free(params);
-    at_buf_puts(&b, ",\n      \"tuned_M\": [");
-    for (int k = 0; k < cs->ntuned[i]; k++) at_buf_printf(&b, "%s%lld", k ? ", " : "", (long long)cs->tuned_m[i][k]);
-    at_buf_puts(&b, "], \"time_us\": [");
-    for (int k = 0; k < cs->ntuned[i]; k++) at_buf_printf(&b, "%s%.3f", k ? ", " : "", cs->time_us[i][k]);
-    at_buf_puts(&b, "]}");
   }
-  at_buf_puts(&b, "\n  }\n}\n");
+  at_buf_puts(&b, "\n  }");
+  /* The per-M entries go in an object of their own: a reader that knows only the seed's buckets
+   * (and refuses a bucket it does not know) reads the file as before. */
+  if (cs->nmleq) {
+    at_buf_puts(&b, ",\n  \"per_M\": {");
+    first = 1;
+    for (int i = 0; i < cs->nmleq; i++) {
+      if (!cs->mleq[i].valid) continue;
+      char key[32];
+      at_config_entry_name(cs, AT_NBUCKETS + i, key, sizeof key);
+      int known = cs->mleq_time_us[i] > 0; /* a default file has no time of its own */
+      put_entry(&b, first, key, &cs->mleq[i], known, &cs->mleq_m[i], &cs->mleq_time_us[i]);
+      first = 0;
+    }
+    at_buf_puts(&b, "\n  }");
+  }
+  at_buf_puts(&b, "\n}\n");
   return at_buf_steal(&b);
 }
 
@@ -171,6 +245,67 @@ static int copy_str(const char *name, const at_json *o, const char *key, char *o
   }
   if (strlen(v) >= n) return at_fail(AT_ERR_INPUT, "%s: \"%s\" is too long", name, key);
   snprintf(out, n, "%s", v);
+  return AT_OK;
+}
+
+/* The config of one bucket or per-M entry: where names it in errors. */
+static int read_config(const char *where, const at_json *c, at_config *cfg) {
+  AT_TRY(copy_str(where, c, "variant", cfg->variant, sizeof cfg->variant, 1));
+  AT_TRY(copy_str(where, c, "family", cfg->family, sizeof cfg->family, 1));
+  AT_TRY(copy_str(where, c, "template", cfg->template_name, sizeof cfg->template_name, 1));
+  AT_TRY(copy_str(where, c, "entry", cfg->entry, sizeof cfg->entry, 1));
+  if (strchr(cfg->template_name, '/')) return at_fail(AT_ERR_INPUT, "%s: template must be a file name", where);
+  const at_json *params = at_json_get(c, "params");
+  if (!params || params->kind != AT_J_OBJECT || params->n > AT_MAX_PARAMS)
+    return at_fail(AT_ERR_INPUT, "%s: \"params\" must be an object of integers", where);
+  const char *keys[AT_MAX_PARAMS];
+  for (size_t k = 0; k < params->n; k++) {
+    if (params->items[k]->kind != AT_J_NUMBER || !params->items[k]->is_integer || strlen(params->keys[k]) >= 32)
+      return at_fail(AT_ERR_INPUT, "%s: parameter %s must be an integer", where, params->keys[k]);
+    keys[k] = params->keys[k];
+  }
+  qsort(keys, params->n, sizeof *keys, cmp_names);
+  cfg->nparams = (int)params->n;
+  for (size_t k = 0; k < params->n; k++) {
+    snprintf(cfg->names[k], sizeof cfg->names[k], "%s", keys[k]);
+    at_json_int(params, keys[k], &cfg->values[k]);
+  }
+  cfg->valid = 1;
+  return AT_OK;
+}
+
+/* "per_M" (optional): M_LEQ_<m> entries, kept sorted by m. A malformed or repeated key fails the
+ * file, as an unknown bucket does. */
+static int read_per_m(const char *name, const at_json *per_m, at_config_set *out) {
+  if (!per_m) return AT_OK;
+  if (per_m->kind != AT_J_OBJECT) return at_fail(AT_ERR_INPUT, "%s: \"per_M\" must be an object", name);
+  if (per_m->n > AT_MAX_MLEQ)
+    return at_fail(AT_ERR_INPUT, "%s: \"per_M\" has %zu entries, more than %d", name, per_m->n, (int)AT_MAX_MLEQ);
+  for (size_t i = 0; i < per_m->n; i++) {
+    int64_t m;
+    if (at_mleq_parse(per_m->keys[i], &m))
+      return at_fail(AT_ERR_INPUT, "%s: per_M: malformed key \"%s\" (expected M_LEQ_<m>, m from 1 to %lld)", name,
+                     per_m->keys[i], (long long)AT_MLEQ_MAX_M);
+    int at = out->nmleq;
+    while (at > 0 && out->mleq_m[at - 1] > m) at--;
+    if (at > 0 && out->mleq_m[at - 1] == m)
+      return at_fail(AT_ERR_INPUT, "%s: per_M: \"%s\" appears twice", name, per_m->keys[i]);
+    at_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    char where[300];
+    snprintf(where, sizeof where, "%s: per_M %s", name, per_m->keys[i]);
+    AT_TRY(read_config(where, per_m->items[i], &cfg));
+    const at_json *tt = at_json_get(per_m->items[i], "time_us");
+    double t = tt && tt->kind == AT_J_ARRAY && tt->n && tt->items[0]->kind == AT_J_NUMBER ? tt->items[0]->number : 0;
+    size_t later = (size_t)(out->nmleq - at); /* entries of larger m move up one */
+    memmove(&out->mleq_m[at + 1], &out->mleq_m[at], sizeof out->mleq_m[0] * later);
+    memmove(&out->mleq[at + 1], &out->mleq[at], sizeof out->mleq[0] * later);
+    memmove(&out->mleq_time_us[at + 1], &out->mleq_time_us[at], sizeof out->mleq_time_us[0] * later);
+    out->mleq_m[at] = m;
+    out->mleq[at] = cfg;
+    out->mleq_time_us[at] = t;
+    out->nmleq++;
+  }
   return AT_OK;
 }
 
@@ -201,26 +336,7 @@ int at_config_set_from_json(const char *name, const at_json *j, at_config_set *o
     if (cfg->valid) return at_fail(AT_ERR_INPUT, "%s: bucket \"%s\" appears twice", name, buckets->keys[i]);
     char where[300];
     snprintf(where, sizeof where, "%s: bucket %s", name, buckets->keys[i]);
-    AT_TRY(copy_str(where, c, "variant", cfg->variant, sizeof cfg->variant, 1));
-    AT_TRY(copy_str(where, c, "family", cfg->family, sizeof cfg->family, 1));
-    AT_TRY(copy_str(where, c, "template", cfg->template_name, sizeof cfg->template_name, 1));
-    AT_TRY(copy_str(where, c, "entry", cfg->entry, sizeof cfg->entry, 1));
-    if (strchr(cfg->template_name, '/')) return at_fail(AT_ERR_INPUT, "%s: template must be a file name", where);
-    const at_json *params = at_json_get(c, "params");
-    if (!params || params->kind != AT_J_OBJECT || params->n > AT_MAX_PARAMS)
-      return at_fail(AT_ERR_INPUT, "%s: \"params\" must be an object of integers", where);
-    const char *keys[AT_MAX_PARAMS];
-    for (size_t k = 0; k < params->n; k++) {
-      if (params->items[k]->kind != AT_J_NUMBER || !params->items[k]->is_integer || strlen(params->keys[k]) >= 32)
-        return at_fail(AT_ERR_INPUT, "%s: parameter %s must be an integer", where, params->keys[k]);
-      keys[k] = params->keys[k];
-    }
-    qsort(keys, params->n, sizeof *keys, cmp_names);
-    cfg->nparams = (int)params->n;
-    for (size_t k = 0; k < params->n; k++) {
-      snprintf(cfg->names[k], sizeof cfg->names[k], "%s", keys[k]);
-      at_json_int(params, keys[k], &cfg->values[k]);
-    }
+    AT_TRY(read_config(where, c, cfg));
     const at_json *tm = at_json_get(c, "tuned_M"), *tt = at_json_get(c, "time_us");
     for (size_t k = 0; tm && tm->kind == AT_J_ARRAY && k < tm->n && out->ntuned[b] < 16; k++) {
       if (tm->items[k]->kind != AT_J_NUMBER) continue;
@@ -229,7 +345,6 @@ int at_config_set_from_json(const char *name, const at_json *j, at_config_set *o
         out->time_us[b][out->ntuned[b]] = tt->items[k]->number;
       out->ntuned[b]++;
     }
-    cfg->valid = 1;
   }
-  return AT_OK;
+  return read_per_m(name, at_json_get(j, "per_M"), out);
 }

@@ -140,7 +140,8 @@ static int config_ok(const at_op *op, const at_config *c, char *why, size_t n) {
 }
 
 /* Every bucket filled: a config that is not launchable is replaced with a warning, a missing
- * bucket takes `any`, a missing `any` the built-in default. */
+ * bucket takes `any`, a missing `any` the built-in default. Per-M entries are kept as they are
+ * (at_config_for_m prefers them), less those that are not launchable. */
 static int complete(const at_lookup_req *q, const at_op *op, at_lookup_result *out) {
   at_config builtin;
   AT_TRY(builtin_config(op, &builtin));
@@ -149,6 +150,15 @@ static int complete(const at_lookup_req *q, const at_op *op, at_lookup_result *o
     if (out->set.bucket[b].valid && !config_ok(op, &out->set.bucket[b], why, sizeof why)) {
       warn(q, "%s: bucket %s is not a launchable config (%s); using another", out->path, AT_BUCKET_NAMES[b], why);
       out->set.bucket[b].valid = 0;
+    }
+  }
+  /* A per-M entry that is not launchable is dropped: its M are answered by the buckets. */
+  for (int i = 0; i < out->set.nmleq; i++) {
+    char why[512];
+    if (out->set.mleq[i].valid && !config_ok(op, &out->set.mleq[i], why, sizeof why)) {
+      warn(q, "%s: M_LEQ_%lld is not a launchable config (%s); its M use the buckets", out->path,
+           (long long)out->set.mleq_m[i], why);
+      out->set.mleq[i].valid = 0;
     }
   }
   if (!out->set.bucket[AT_BUCKET_ANY].valid) out->set.bucket[AT_BUCKET_ANY] = builtin;

@@ -2,7 +2,9 @@
  * the DB's own results for the exact (N, K); the exported file for (N, K); the default file of the
  * tag; the op's built-in default. `autotune query` prints which source answered, and the runtime
  * library asks the same question. A source that is missing, corrupt or of another schema is
- * skipped with a warning, never a crash. */
+ * skipped with a warning, never a crash. Within the answer, at_config_for_m picks the entry for M:
+ * the per-M entry (M_LEQ_<m>) of the smallest tuned M at or above it where the source has them,
+ * else the seed's bucket. */
 #ifndef AT_LOOKUP_H
 #define AT_LOOKUP_H
 

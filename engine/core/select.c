@@ -197,6 +197,94 @@ static int select_tuned(at_store *db, const char *op, tuned *t, at_config_set *o
   return AT_OK;
 }
 
+/* ---- per-M entries (M_LEQ_<m>) ------------------------------------------------------------------ */
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The tuned M that get an entry, ascending: all of them, or, beyond AT_MAX_MLEQ, evenly spaced ones
+ * with the smallest and the largest kept (an M left out is answered by the next larger entry). */
+static int entry_ms(const int64_t *ms, int nm, int64_t out[AT_MAX_MLEQ]) {
+  int64_t sorted[64];
+  memcpy(sorted, ms, sizeof *ms * (size_t)nm);
+  qsort(sorted, (size_t)nm, sizeof *sorted, cmp_i64);
+  if (nm <= AT_MAX_MLEQ) {
+    memcpy(out, sorted, sizeof *out * (size_t)nm);
+    return nm;
+  }
+  for (int i = 0; i < AT_MAX_MLEQ; i++) out[i] = sorted[(int)((int64_t)i * (nm - 1) / (AT_MAX_MLEQ - 1))];
+  return AT_MAX_MLEQ;
+}
+
+/* One entry per tuned M of one (N, K): that M's winner, as for a bucket with one tuned M. */
+static int select_per_m(at_store *db, const char *op, const tuned *t, at_config_set *out) {
+  int64_t ms[AT_MAX_MLEQ];
+  int n = entry_ms(t->ms, t->nm, ms);
+  out->nmleq = 0;
+  for (int i = 0; i < n; i++) {
+    if (ms[i] > AT_MLEQ_MAX_M) break; /* beyond any launch: `any` answers */
+    int64_t cand = winner_at(t, ms[i]);
+    if (cand < 0) continue;
+    int e = out->nmleq;
+    AT_TRY(candidate_config(db, op, cand, &out->mleq[e]));
+    out->mleq_m[e] = ms[i];
+    out->mleq_time_us[e] = time_at(t, cand, ms[i]);
+    out->nmleq++;
+  }
+  return AT_OK;
+}
+
+/* The default file's entry for one M: the winner at M of most (N, K) that tuned M, ties broken by
+ * the lower summed relative time at M over those (N, K) (a missing result counts 10). -1: none. */
+static int64_t default_at(const tuned *ts, size_t nsets, int64_t m) {
+  int64_t best = -1;
+  int best_votes = 0;
+  double best_score = INFINITY;
+  for (size_t i = 0; i < nsets; i++) {
+    int64_t c = m_index(&ts[i], m) < 0 ? -1 : winner_at(&ts[i], m);
+    if (c < 0) continue;
+    int votes = 0;
+    double sc = 0;
+    for (size_t j = 0; j < nsets; j++) {
+      int mi = m_index(&ts[j], m);
+      if (mi < 0) continue;
+      votes += winner_at(&ts[j], m) == c;
+      double x = time_at(&ts[j], c, m);
+      sc += x > 0 ? x / ts[j].best[mi] : 10.0;
+    }
+    if (votes > best_votes || (votes == best_votes && sc < best_score)) best = c, best_votes = votes, best_score = sc;
+  }
+  return best;
+}
+
+/* The default file's per-M entries: one per M tuned in any (N, K) of the tag. */
+static int default_per_m(at_store *db, const char *op, const tuned *ts, size_t nsets, at_config_set *out) {
+  int64_t all[64];
+  int nall = 0;
+  for (size_t i = 0; i < nsets; i++)
+    for (int k = 0; k < ts[i].nm; k++) {
+      int seen = 0;
+      for (int a = 0; a < nall; a++) seen |= all[a] == ts[i].ms[k];
+      if (!seen && nall < 64) all[nall++] = ts[i].ms[k];
+    }
+  int64_t ms[AT_MAX_MLEQ];
+  int n = entry_ms(all, nall, ms);
+  out->nmleq = 0;
+  for (int i = 0; i < n; i++) {
+    if (ms[i] > AT_MLEQ_MAX_M) break;
+    int64_t cand = default_at(ts, nsets, ms[i]);
+    if (cand < 0) continue;
+    int e = out->nmleq;
+    AT_TRY(candidate_config(db, op, cand, &out->mleq[e]));
+    out->mleq_m[e] = ms[i];
+    out->mleq_time_us[e] = 0; /* a default file stands for no (N, K) of its own */
+    out->nmleq++;
+  }
+  return AT_OK;
+}
+
 int at_select_nk(at_store *db, const at_device_entry *dev, const char *op, const char *tag, int64_t n, int64_t k,
                  at_config_set *out) {
   AT_TRY(header(db, dev, op, tag, out));
@@ -208,6 +296,7 @@ int at_select_nk(at_store *db, const at_device_entry *dev, const char *op, const
     rc = at_fail(AT_ERR_RUNTIME, "nothing tuned for %s %s N=%lld K=%lld on %s", op, tag, (long long)n, (long long)k, dev->name);
   int64_t chosen[AT_NBUCKETS];
   if (rc == AT_OK) rc = select_tuned(db, op, &t, out, chosen);
+  if (rc == AT_OK) rc = select_per_m(db, op, &t, out);
   free(t.rows);
   return rc;
 }
@@ -252,6 +341,7 @@ int at_select_default(at_store *db, const at_device_entry *dev, const char *op, 
     }
     if (best >= 0) rc = candidate_config(db, op, best, &out->bucket[b]);
   }
+  if (rc == AT_OK) rc = default_per_m(db, op, ts, nsets, out);
   for (size_t i = 0; i < nsets; i++) free(ts[i].rows);
   free(ts);
   free(chosen);

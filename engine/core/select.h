@@ -1,4 +1,5 @@
-/* select.h: which configuration each M bucket gets, from what the DB knows (DESIGN.md, "Buckets"):
+/* select.h: which configuration each M bucket and each per-M entry gets, from what the DB knows
+ * (DESIGN.md, "Buckets"). The seed's buckets:
  *  - a bucket covering one tuned M takes that M's winner (decided by the side-by-side re-timing);
  *  - a bucket covering several takes the config with the lowest sum, over those M, of its time
  *    relative to each M's best, among configs that passed at every one of them;
@@ -6,7 +7,12 @@
  *  - a bucket with no tuned M takes the config of the nearest tuned M (in log2 distance from the
  *    bucket's typical M), so that every bucket of an exported file is filled;
  *  - the default file takes, per bucket, the config chosen most often across the tag's (N, K),
- *    ties broken by the lower summed relative time across all of them. */
+ *    ties broken by the lower summed relative time across all of them.
+ * And, finer, one entry M_LEQ_<m> per tuned M (config.h; the lookup prefers them to the buckets):
+ *  - in an (N, K) set, the winner at m (as a bucket with one tuned M);
+ *  - in the default file, per M tuned in any (N, K) of the tag, the winner at m of most of the
+ *    (N, K) that tuned m, ties broken by the lower summed relative time at m over them;
+ *  - at most AT_MAX_MLEQ: beyond, evenly spaced tuned M, the smallest and largest kept. */
 #ifndef AT_SELECT_H
 #define AT_SELECT_H
 

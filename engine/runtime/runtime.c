@@ -8,7 +8,9 @@
  *  - Entries live until at_runtime_close (the strings at_runtime_select returns point into them).
  *    Tables are retired when replaced and freed a minute later: a reader holds one for the length
  *    of a lookup only.
- *  - An entry's kernel per bucket is an atomic pointer, set once under the mutex on first launch.
+ *  - An entry's kernel per distinct config (its buckets and M_LEQ entries map to kernel slots) is
+ *    an atomic pointer, set once under the mutex on first launch. Choosing the entry for M reads
+ *    the entry's immutable config set only (at_config_for_m: a short loop, no lock, no allocation).
  *    Kernels, failed ones included, are kept in a registry by (context, instantiation): a DB reload
  *    recompiles nothing, and a config that cannot compile fails fast after its first try.
  *  - With a DB, a watcher thread stat()s the DB and its WAL once a second; on a change it looks
@@ -63,8 +65,10 @@ typedef struct rt_entry {
   int64_t n, k;
   char names[2][128]; /* device names the lookup used: product, then arch */
   at_lookup_result lookup;
-  _Atomic(rt_kernel *) kernel[AT_NBUCKETS];
-  char *params[AT_NBUCKETS], *kernel_name[AT_NBUCKETS];
+  _Atomic(rt_kernel *) kernel[AT_MAX_ENTRIES]; /* by slot */
+  unsigned char slot[AT_MAX_ENTRIES]; /* config entry -> the first entry with the same config */
+  char *params[AT_MAX_ENTRIES], *kernel_name[AT_MAX_ENTRIES];
+  char entry_name[AT_MAX_ENTRIES][16]; /* "small", ..., "M_LEQ_512" */
 } rt_entry;
 
 typedef struct rt_table {
@@ -219,10 +223,16 @@ static rt_entry *new_entry(at_runtime *rt, int op, const void *dev, const char n
   e->k = k;
   memcpy(e->names, names, sizeof e->names);
   e->lookup = *lookup;
-  for (int b = 0; b < AT_NBUCKETS; b++) {
-    if (!e->lookup.set.bucket[b].valid) continue;
-    e->params[b] = at_config_params_json(&e->lookup.set.bucket[b]);
-    e->kernel_name[b] = at_config_name_expr(&e->lookup.set.bucket[b]);
+  const at_config_set *cs = &e->lookup.set;
+  for (int i = 0; i < AT_NBUCKETS + cs->nmleq; i++) {
+    const at_config *c = at_config_entry(cs, i);
+    if (!c) continue;
+    e->params[i] = at_config_params_json(c);
+    e->kernel_name[i] = at_config_name_expr(c);
+    at_config_entry_name(cs, i, e->entry_name[i], sizeof e->entry_name[i]);
+    int j = 0; /* entries with one config share one kernel slot */
+    while (j < i && !(at_config_entry(cs, j) && at_config_same(at_config_entry(cs, j), c))) j++;
+    e->slot[i] = (unsigned char)j;
   }
   rt->entries = at_xrealloc(rt->entries, sizeof *rt->entries * (rt->nentries + 1));
   rt->entries[rt->nentries++] = e;
@@ -241,12 +251,13 @@ static rt_entry *make_entry(at_runtime *rt, int op, const void *dev, int is_ctx,
   } else {
     snprintf(names[0], sizeof names[0], "%s", (const char *)dev);
   }
-  at_lookup_result r;
+  at_lookup_result *r = at_xmalloc(sizeof *r); /* large (per-M configs): not on a caller's stack */
   g_warn_rt = rt;
-  int ok = look_up(rt, op_name_of(op), names, n, k, &r);
+  int ok = look_up(rt, op_name_of(op), names, n, k, r);
   g_warn_rt = NULL;
+  if (ok) e = new_entry(rt, op, dev, names, n, k, r);
+  free(r);
   if (!ok) return NULL;
-  e = new_entry(rt, op, dev, names, n, k, &r);
   rt_table *t = new_table(cur->count + 1);
   for (size_t i = 0; i < cur->cap; i++)
     if (cur->slots[i]) put(t, cur->slots[i]);
@@ -285,12 +296,7 @@ static void db_sigs(const at_runtime *rt, long long sig[2][3]) {
 }
 
 static int same_answer(const at_lookup_result *a, const at_lookup_result *b) {
-  if (a->source != b->source || strcmp(a->path, b->path) != 0) return 0;
-  for (int i = 0; i < AT_NBUCKETS; i++) {
-    if (a->set.bucket[i].valid != b->set.bucket[i].valid) return 0;
-    if (a->set.bucket[i].valid && !at_config_same(&a->set.bucket[i], &b->set.bucket[i])) return 0;
-  }
-  return 1;
+  return a->source == b->source && strcmp(a->path, b->path) == 0 && at_config_set_same(&a->set, &b->set);
 }
 
 /* Every entry looked up again; one new table, sharing the entries whose answer is unchanged. */
@@ -300,14 +306,15 @@ static void reload(at_runtime *rt) {
   g_warn_rt = rt;
   rt_table *cur = atomic_load_explicit(&rt->table, memory_order_relaxed);
   rt_table *t = new_table(cur->count);
+  at_lookup_result *r = at_xmalloc(sizeof *r);
   for (size_t i = 0; i < cur->cap; i++) {
     rt_entry *e = cur->slots[i];
     if (!e) continue;
-    at_lookup_result r;
-    if (look_up(rt, op_name_of(e->op), (const char(*)[128])e->names, e->n, e->k, &r) && !same_answer(&r, &e->lookup))
-      e = new_entry(rt, e->op, e->dev, (const char(*)[128])e->names, e->n, e->k, &r);
+    if (look_up(rt, op_name_of(e->op), (const char(*)[128])e->names, e->n, e->k, r) && !same_answer(r, &e->lookup))
+      e = new_entry(rt, e->op, e->dev, (const char(*)[128])e->names, e->n, e->k, r);
     put(t, e);
   }
+  free(r);
   g_warn_rt = NULL;
   publish(rt, t);
   db_sigs(rt, rt->db_sig); /* our own opening may have touched the WAL */
@@ -377,7 +384,7 @@ void at_runtime_close(at_runtime *rt) {
     t = older;
   }
   for (size_t i = 0; i < rt->nentries; i++) {
-    for (int b = 0; b < AT_NBUCKETS; b++) free(rt->entries[i]->params[b]), free(rt->entries[i]->kernel_name[b]);
+    for (int b = 0; b < AT_MAX_ENTRIES; b++) free(rt->entries[i]->params[b]), free(rt->entries[i]->kernel_name[b]);
     free(rt->entries[i]);
   }
   free(rt->entries);
@@ -450,7 +457,7 @@ int at_runtime_select(at_runtime *rt, const char *op_name, int64_t m, int64_t n,
   if (!c) return rt_fail(AT_STATUS_ERROR, "%s has no config for M=%lld", e->lookup.path, (long long)m);
   out->source = AT_SOURCE_NAMES[e->lookup.source];
   out->path = e->lookup.path;
-  out->bucket = AT_BUCKET_NAMES[b];
+  out->bucket = e->entry_name[b];
   out->variant = c->variant;
   out->params = e->params[b];
   out->kernel = e->kernel_name[b];
@@ -556,18 +563,19 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   if (rc) return rc;
   rt_entry *e = get_entry(rt, 0, ctx, 1, n, k);
   if (!e) return AT_STATUS_ERROR;
-  int bucket = at_bucket_of(m);
-  if (!e->lookup.set.bucket[bucket].valid) bucket = AT_BUCKET_ANY;
-  rt_kernel *kern = atomic_load_explicit(&e->kernel[bucket], memory_order_acquire);
+  int entry; /* M_LEQ_<m> of the smallest tuned M >= m, or a bucket: a read of the immutable entry */
+  const at_config *cfg = at_config_for_m(&e->lookup.set, m, &entry);
+  if (!cfg) return rt_fail(AT_STATUS_ERROR, "%s: no config for M=%lld in %s", FN, (long long)m, e->lookup.path);
+  _Atomic(rt_kernel *) *slot = &e->kernel[e->slot[entry]];
+  rt_kernel *kern = atomic_load_explicit(slot, memory_order_acquire);
   if (!kern) {
     pthread_mutex_lock(&rt->mu);
-    kern = atomic_load_explicit(&e->kernel[bucket], memory_order_relaxed);
-    if (!kern && e->lookup.set.bucket[bucket].valid) {
-      kern = load_kernel(rt, op, ctx, &e->lookup.set.bucket[bucket], e->kernel_name[bucket]);
-      atomic_store_explicit(&e->kernel[bucket], kern, memory_order_release);
+    kern = atomic_load_explicit(slot, memory_order_relaxed);
+    if (!kern) {
+      kern = load_kernel(rt, op, ctx, cfg, e->kernel_name[entry]);
+      atomic_store_explicit(slot, kern, memory_order_release);
     }
     pthread_mutex_unlock(&rt->mu);
-    if (!kern) return rt_fail(AT_STATUS_ERROR, "%s: no config for M=%lld in %s", FN, (long long)m, e->lookup.path);
   }
   if (kern->error) return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, kern->error);
 

@@ -4,6 +4,11 @@
  *  - a bucket with several takes the lowest summed relative time, which may win at no single M;
  *  - an empty bucket takes the config of the nearest tuned M; `any` the winner at the largest M;
  *  - the default file takes the config chosen most often across (N, K);
+ *  - every tuned M gets an M_LEQ_<m> entry (its winner; in the default file the winner of most
+ *    (N, K)), written in "per_M" beside buckets that a reader of the seed's format still reads;
+ *    query and the runtime answer M from the smallest tuned M at or above it, `any` beyond the
+ *    largest, and the seed's buckets from a file without per-M entries; malformed M_LEQ keys are
+ *    refused with a warning naming the file;
  *  - results of an older version of a template are not exported;
  *  - `autotune query` answers the right bucket for every M of the issue, from the DB, the (N, K)
  *    file, the default file or the built-in default, and survives a corrupt DB with a warning;
@@ -132,6 +137,23 @@ static int run_cli(const char *out, ...) {
   return rc;
 }
 
+/* What a reader of the seed's format sees: "buckets" with the seed's seven keys and nothing else
+ * (it refuses an unknown bucket), the per-M entries in "per_M" beside it. */
+static void seed_keys_only(const char *path) {
+  at_json *j = NULL;
+  CHECK_EQ_INT(at_json_load(path, &j), AT_OK);
+  const at_json *b = at_json_get(j, "buckets"), *per_m = at_json_get(j, "per_M");
+  CHECK(b && b->n == AT_NBUCKETS);
+  for (size_t i = 0; b && i < b->n; i++) {
+    int known = 0;
+    for (int k = 0; k < AT_NBUCKETS; k++) known |= strcmp(b->keys[i], AT_BUCKET_NAMES[k]) == 0;
+    CHECK(known);
+  }
+  CHECK(per_m && per_m->kind == AT_J_OBJECT && per_m->n > 0);
+  for (size_t i = 0; per_m && i < per_m->n; i++) CHECK(strncmp(per_m->keys[i], "M_LEQ_", 6) == 0);
+  at_json_free(j);
+}
+
 static void export_rules(const char *db, const char *dir) {
   char *out = at_path_join(TMP, "export.txt");
   CHECK_EQ_INT(run_cli(out, "export", "--db", db, "--out", dir, (const char *)NULL), 0);
@@ -149,11 +171,29 @@ static void export_rules(const char *db, const char *dir) {
   CHECK_EQ_INT(cs.tuned_m[AT_BUCKET_M64][1], 64);
   CHECK_EQ_INT(cs.ntuned[AT_BUCKET_M32], 0);
   CHECK(strcmp(cs.device, "sm90") == 0 && cs.n == 1024 && cs.k == 1024);
+  /* One entry per tuned M: that M's winner (the re-timed one at 256), with its first-pass time. */
+  static const int64_t TUNED[6] = {16, 48, 64, 256, 512, 4096};
+  static const int WIN_BLOCK_M[6] = {16, 16, 64, 128, 32, 128};
+  CHECK_EQ_INT(cs.nmleq, 6);
+  for (int i = 0; i < 6 && i < cs.nmleq; i++) {
+    CHECK_EQ_INT(cs.mleq_m[i], TUNED[i]);
+    CHECK_EQ_INT(block_m_of(&cs.mleq[i]), WIN_BLOCK_M[i]);
+  }
+  CHECK(cs.nmleq == 6 && cs.mleq_time_us[3] == 9.5);
+  seed_keys_only(p);
   free(p);
   p = at_path_join(dir, "sm90-GEMM-SYN.json");
   cs = load_set(p);
   CHECK_EQ_INT(block_m_of(&cs.bucket[AT_BUCKET_SMALL]), 32); /* c1: chosen twice of three */
   CHECK_EQ_INT(cs.from_sets, 3);
+  /* Per M, the winner of most (N, K) that tuned it: c1 at 16 (two of three), the only one elsewhere. */
+  CHECK_EQ_INT(cs.nmleq, 6);
+  for (int i = 0; i < 6 && i < cs.nmleq; i++) {
+    CHECK_EQ_INT(cs.mleq_m[i], TUNED[i]);
+    CHECK_EQ_INT(block_m_of(&cs.mleq[i]), i == 0 ? 32 : WIN_BLOCK_M[i]);
+    CHECK(cs.mleq_time_us[i] == 0); /* no time of its own */
+  }
+  seed_keys_only(p);
   free(p);
   /* Product names on request. */
   char *dir2 = at_path_join(TMP, "configs-product");
@@ -227,12 +267,17 @@ static void expect_bucket(const char *m, const char *n, const char *k, const cha
 static const char *const MS[] = {"1", "16", "31", "32", "33", "64", "100", "128", "129", "256", "257", "4096", "100000"};
 static const char *const BUCKETS[] = {"small",       "small", "small", "medium_M32", "medium_M64", "medium_M64", "medium_M128",
                                       "medium_M128", "large", "large", "xlarge",     "xlarge",     "xlarge"};
+/* The same M against the synthetic DB's tuned M (16, 48, 64, 256, 512, 4096): the smallest at or
+ * above, `any` beyond 4096. */
+static const char *const MLEQ[] = {"M_LEQ_16",  "M_LEQ_16",  "M_LEQ_48",  "M_LEQ_48",  "M_LEQ_48",
+                                   "M_LEQ_64",  "M_LEQ_256", "M_LEQ_256", "M_LEQ_256", "M_LEQ_256",
+                                   "M_LEQ_512", "M_LEQ_4096", "any"};
 
 static void query_sources(const char *db, const char *dir) {
   for (size_t i = 0; i < AT_ARRAY_LEN(MS); i++) {
-    expect_bucket(MS[i], "1024", "1024", dir, NULL, BUCKETS[i], "nk_file");
-    expect_bucket(MS[i], "1024", "1024", dir, db, BUCKETS[i], "db");
-    expect_bucket(MS[i], "7168", "2048", dir, NULL, BUCKETS[i], "default_file");
+    expect_bucket(MS[i], "1024", "1024", dir, NULL, MLEQ[i], "nk_file");
+    expect_bucket(MS[i], "1024", "1024", dir, db, MLEQ[i], "db");
+    expect_bucket(MS[i], "7168", "2048", dir, NULL, MLEQ[i], "default_file");
   }
   /* Nothing at all: the built-in default. */
   char *empty = at_path_join(TMP, "empty");
@@ -322,6 +367,168 @@ static void committed_configs(void) {
   free(file), free(dir);
 }
 
+/* ---- per-M entries ------------------------------------------------------------------------------ */
+
+static void write_set_file(const at_config_set *cs, const char *path) {
+  char *json = at_config_set_to_json(cs);
+  CHECK_EQ_INT(at_write_file_atomic(path, json, strlen(json)), AT_OK);
+  free(json);
+}
+
+/* The exported (1024, 1024) file's text with every "M_LEQ_512" replaced: must be refused with a
+ * message naming the file and saying why. */
+static void refused_key(const char *text, const char *key, const char *why) {
+  at_buf b = {0};
+  for (const char *p = text, *q; *p; p = q + 9) {
+    q = strstr(p, "M_LEQ_512");
+    if (!q) {
+      at_buf_puts(&b, p);
+      break;
+    }
+    at_buf_append(&b, p, (size_t)(q - p));
+    at_buf_puts(&b, key);
+  }
+  at_json *j = NULL;
+  at_config_set cs;
+  CHECK_EQ_INT(at_json_parse("bad.json", b.data, b.len, &j), AT_OK);
+  int rc = at_config_set_from_json("bad.json", j, &cs);
+  CHECK_EQ_INT(rc, AT_ERR_INPUT);
+  if (rc) {
+    CHECK_CONTAINS(at_errmsg(), "bad.json: per_M");
+    CHECK_CONTAINS(at_errmsg(), why);
+  }
+  at_json_free(j);
+  at_buf_free(&b);
+}
+
+static char *query_text(const char *m, const char *configs) {
+  char *t;
+  CHECK_EQ_INT(query(&t, m, "1024", "1024", "--configs", configs, NULL, NULL), 0);
+  return t;
+}
+
+static int runtime_answer(const char *db, const char *dir, const char *want_source);
+
+/* The gain the entries exist for, the seed's format still answered by the seed's buckets, keys
+ * checked, an entry that cannot launch, and more tuned M than entries. */
+static void per_m_rules(const char *dir) {
+  /* M = 500: M_LEQ_512's winner (c1, BLOCK_M 32), where xlarge has the best sum over 512 and 4096 (c2). */
+  char *t = query_text("500", dir);
+  CHECK_CONTAINS(t, "\"bucket\": \"M_LEQ_512\"");
+  CHECK_CONTAINS(t, "\"BLOCK_M\":32");
+  free(t);
+
+  /* Files of the seed's format (no "per_M"): the seed's buckets, as before. */
+  char *seed = at_path_join(TMP, "configs-seed");
+  CHECK_EQ_INT(at_mkdirs(seed), AT_OK);
+  static const char *const FILES[2] = {"sm90-GEMM-SYN-N=1024-K=1024.json", "sm90-GEMM-SYN.json"};
+  for (int f = 0; f < 2; f++) {
+    char *src = at_path_join(dir, FILES[f]), *dst = at_path_join(seed, FILES[f]);
+    at_config_set cs = load_set(src);
+    cs.nmleq = 0;
+    write_set_file(&cs, dst);
+    char *written;
+    size_t n;
+    CHECK_EQ_INT(at_read_file(dst, 0, &written, &n), AT_OK);
+    CHECK(strstr(written, "per_M") == NULL && strstr(written, "M_LEQ") == NULL);
+    free(written), free(src), free(dst);
+  }
+  for (size_t i = 0; i < AT_ARRAY_LEN(MS); i++) {
+    expect_bucket(MS[i], "1024", "1024", seed, NULL, BUCKETS[i], "nk_file");
+    expect_bucket(MS[i], "7168", "2048", seed, NULL, BUCKETS[i], "default_file");
+  }
+  t = query_text("500", seed);
+  CHECK_CONTAINS(t, "\"bucket\": \"xlarge\"");
+  CHECK_CONTAINS(t, "\"BLOCK_M\":64");
+  free(t);
+
+  /* Keys: parsed strictly, and a bad one refuses the file as an unknown bucket does. */
+  int64_t m = 0;
+  CHECK(at_mleq_parse("M_LEQ_1", &m) == 0 && m == 1);
+  CHECK(at_mleq_parse("M_LEQ_268435456", &m) == 0 && m == 268435456);
+  char *nk = at_path_join(dir, FILES[0]), *text;
+  size_t len;
+  CHECK_EQ_INT(at_read_file(nk, 0, &text, &len), AT_OK);
+  static const char *const BAD[] = {"M_LEQ_",   "M_LEQ_0512",      "M_LEQ_-512",  "M_LEQ_+512", "M_LEQ_512x",
+                                    "M_LEQ_0", "M_LEQ_268435457", "M_LEQ_99999999999999999999", "m_leq_512", "xlarge"};
+  for (size_t i = 0; i < AT_ARRAY_LEN(BAD); i++) refused_key(text, BAD[i], "malformed key");
+  refused_key(text, "M_LEQ_256", "\"M_LEQ_256\" appears twice");
+  /* In a configs directory: a warning naming the file, and the next source answers. */
+  char *bad_dir = at_path_join(TMP, "configs-badkey");
+  CHECK_EQ_INT(at_mkdirs(bad_dir), AT_OK);
+  char *bad = at_path_join(bad_dir, FILES[0]);
+  char *broken = at_xstrdup(text);
+  char *k512 = strstr(broken, "\"M_LEQ_512\"");
+  CHECK(k512 != NULL);
+  if (k512) memcpy(k512, "\"M_LEQ_5I2\"", 11);
+  CHECK_EQ_INT(at_write_file_atomic(bad, broken, strlen(broken)), AT_OK);
+  char *src = at_path_join(dir, FILES[1]), *dst = at_path_join(bad_dir, FILES[1]);
+  at_config_set def = load_set(src);
+  write_set_file(&def, dst);
+  t = query_text("500", bad_dir);
+  CHECK_CONTAINS(t, "warning: skipping");
+  CHECK_CONTAINS(t, bad);
+  CHECK_CONTAINS(t, "per_M: malformed key \"M_LEQ_5I2\"");
+  CHECK_CONTAINS(t, "\"source\": \"default_file\"");
+  CHECK_CONTAINS(t, "\"bucket\": \"M_LEQ_512\"");
+  free(t);
+  CHECK_EQ_INT(runtime_answer(NULL, bad_dir, "default_file"), 0);
+
+  /* An M_LEQ entry that is not launchable: a warning, and its M go to the seed's bucket. */
+  at_config_set cs = load_set(nk);
+  snprintf(cs.mleq[4].entry, sizeof cs.mleq[4].entry, "%s", "gemm_a8w8_blockscale_mma<BLOCK_M>");
+  write_set_file(&cs, bad);
+  t = query_text("500", bad_dir);
+  CHECK_CONTAINS(t, "M_LEQ_512 is not a launchable config");
+  CHECK_CONTAINS(t, "\"source\": \"nk_file\"");
+  CHECK_CONTAINS(t, "\"bucket\": \"xlarge\"");
+  free(t);
+  t = query_text("200", bad_dir); /* the others stand */
+  CHECK_CONTAINS(t, "\"bucket\": \"M_LEQ_256\"");
+  free(t);
+  t = query_text("4000", bad_dir);
+  CHECK_CONTAINS(t, "\"bucket\": \"M_LEQ_4096\"");
+  free(t);
+
+  free(broken), free(text), free(nk), free(src), free(dst), free(bad), free(bad_dir), free(seed);
+}
+
+/* More tuned M than entries: evenly spaced ones, the smallest and the largest kept. */
+static void many_m(void) {
+  char *db = at_path_join(TMP, "many.db"), *dir = at_path_join(TMP, "configs-many");
+  at_store *s;
+  CHECK_EQ_INT(at_store_open(db, &s), AT_OK);
+  at_device_row d = {"NVIDIA H100 80GB HBM3", "sm_90a", "GPU-x", "13.0", 90, 132, 50 << 20, 232448, 80LL << 30};
+  int64_t dev, variant, cand[4];
+  CHECK_EQ_INT(at_store_device(s, &d, &dev), AT_OK);
+  CHECK_EQ_INT(at_store_variant(s, "gemm_a8w8_blockscale", "mma", "mma", "/x/gemm_a8w8_blockscale_mma.cuh", ENTRY, "v",
+                                0, &variant), AT_OK);
+  for (int i = 0; i < 4; i++) cand[i] = add_cand(s, variant, i);
+  enum { NM = 40 };
+  int64_t ms[NM];
+  double times[4 * NM];
+  int win[NM];
+  for (int i = 0; i < NM; i++) {
+    ms[i] = 8 * (i + 1);
+    win[i] = i % 4;
+    for (int c = 0; c < 4; c++) times[c * NM + i] = c == win[i] ? 1 : 2;
+  }
+  nk(s, dev, 1024, 1024, ms, NM, cand, 4, times, win);
+  at_store_close(s);
+  char *out = at_path_join(TMP, "many.txt");
+  CHECK_EQ_INT(run_cli(out, "export", "--db", db, "--out", dir, (const char *)NULL), 0);
+  char *f = at_path_join(dir, "sm90-GEMM-SYN-N=1024-K=1024.json");
+  at_config_set cs = load_set(f);
+  CHECK_EQ_INT(cs.nmleq, AT_MAX_MLEQ);
+  CHECK_EQ_INT(cs.mleq_m[0], 8);
+  CHECK_EQ_INT(cs.mleq_m[AT_MAX_MLEQ - 1], 8 * NM);
+  for (int i = 0; i < cs.nmleq; i++) {
+    CHECK(i == 0 || cs.mleq_m[i] > cs.mleq_m[i - 1]);
+    CHECK_EQ_INT(block_m_of(&cs.mleq[i]), 16 << (int)((cs.mleq_m[i] / 8 - 1) % 4)); /* each its own M's winner */
+  }
+  free(f), free(out), free(dir), free(db);
+}
+
 typedef struct thread_arg {
   at_runtime *rt;
   int errors;
@@ -346,11 +553,20 @@ static void runtime_lookups(const char *db, const char *dir) {
   at_selection sel;
   CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 48, 1024, 1024, "sm90", &sel), AT_STATUS_OK);
   CHECK(strcmp(sel.source, "db") == 0);
-  CHECK(strcmp(sel.bucket, "medium_M64") == 0);
-  CHECK_CONTAINS(sel.params, "\"BLOCK_M\":32");
-  CHECK_CONTAINS(sel.kernel, "gemm_a8w8_blockscale_mma<32, 64, 128, 1, 2, 2, 1, 1, 0>");
-  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 48, 7168, 2048, "sm90", &sel), AT_STATUS_OK);
-  CHECK(strcmp(sel.source, "default_file") == 0);
+  CHECK(strcmp(sel.bucket, "M_LEQ_48") == 0); /* the winner at 48 (c0), not medium_M64's best sum (c1) */
+  CHECK_CONTAINS(sel.params, "\"BLOCK_M\":16");
+  CHECK_CONTAINS(sel.kernel, "gemm_a8w8_blockscale_mma<16, 64, 128, 1, 2, 2, 1, 1, 0>");
+  /* Every M of the issue: the smallest tuned M at or above it, `any` beyond the largest. */
+  for (size_t i = 0; i < AT_ARRAY_LEN(MS); i++) {
+    CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", atoll(MS[i]), 1024, 1024, "sm90", &sel), AT_STATUS_OK);
+    CHECK(strcmp(sel.bucket, MLEQ[i]) == 0);
+    CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", atoll(MS[i]), 7168, 2048, "sm90", &sel), AT_STATUS_OK);
+    CHECK(strcmp(sel.source, "default_file") == 0 && strcmp(sel.bucket, MLEQ[i]) == 0);
+  }
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 500, 1024, 1024, "sm90", &sel), AT_STATUS_OK);
+  CHECK_CONTAINS(sel.params, "\"BLOCK_M\":32"); /* M_LEQ_512's c1, not xlarge's c2 */
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 16, 7168, 2048, "sm90", &sel), AT_STATUS_OK);
+  CHECK_CONTAINS(sel.params, "\"BLOCK_M\":32"); /* the default file's M_LEQ_16: c1, two (N, K) of three */
   CHECK_EQ_INT(at_runtime_select(rt, "nope", 48, 1024, 1024, "sm90", &sel), AT_STATUS_INVALID);
   CHECK_CONTAINS(at_runtime_last_error(), "unknown op");
   CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 0, 1024, 1024, "sm90", &sel), AT_STATUS_INVALID);
@@ -365,7 +581,10 @@ static void runtime_lookups(const char *db, const char *dir) {
   }
 
   /* The DB rewritten under the running process (a tuner's new results): noticed within a second
-   * or so, without reopening. Times scaled so that c0 now wins every M of (1024, 1024). */
+   * or so, without reopening. Times scaled so that c0 now wins every M of (1024, 1024); M_LEQ_256
+   * was c3's. */
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 256, 1024, 1024, "sm90", &sel), AT_STATUS_OK);
+  CHECK_CONTAINS(sel.params, "\"BLOCK_M\":128");
   unlink(db);
   char *wal = at_xasprintf("%s-wal", db);
   unlink(wal);
@@ -383,7 +602,7 @@ static void runtime_lookups(const char *db, const char *dir) {
   int changed = 0;
   for (int i = 0; i < 40 && !changed; i++) {
     usleep(100000);
-    CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 48, 1024, 1024, "sm90", &sel), AT_STATUS_OK);
+    CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 256, 1024, 1024, "sm90", &sel), AT_STATUS_OK);
     changed = strstr(sel.params, "\"BLOCK_M\":16") != NULL;
   }
   CHECK(changed);
@@ -398,6 +617,17 @@ static void runtime_lookups(const char *db, const char *dir) {
   CHECK(strcmp(sel.source, "nk_file") == 0);
   at_runtime_close(rt);
   free(corrupt);
+
+  /* Files of the seed's format (per_m_rules wrote them): the runtime answers with the buckets. */
+  char *seed = at_path_join(TMP, "configs-seed");
+  at_runtime_options o3 = {.configs_dir = seed};
+  CHECK_EQ_INT(at_runtime_open(&o3, &rt), AT_STATUS_OK);
+  for (size_t i = 0; i < AT_ARRAY_LEN(MS); i++) {
+    CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", atoll(MS[i]), 1024, 1024, "sm90", &sel), AT_STATUS_OK);
+    CHECK(strcmp(sel.source, "nk_file") == 0 && strcmp(sel.bucket, BUCKETS[i]) == 0);
+  }
+  at_runtime_close(rt);
+  free(seed);
 }
 
 /* ---- hostile input ------------------------------------------------------------------------------ */
@@ -582,6 +812,8 @@ int main(int argc, char **argv) {
   current_versions();
   query_sources(db, dir);
   committed_configs();
+  per_m_rules(dir);
+  many_m();
   null_columns(db, dir);
   tag_escape(db, dir);
   fifo_configs(dir);
