@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../unit/check.h"
+#include "../unit/dbq.h"
 #include "../unit/proc.h"
 #include "core/store.h"
 #include "core/util.h"
@@ -26,26 +27,6 @@ static int count(const char *hay, const char *needle) {
   int n = 0;
   for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
   return n;
-}
-
-static int64_t q(const char *db, const char *sql) {
-  at_store *s;
-  int64_t v = -1;
-  if (at_store_open_readonly(db, &s) == AT_OK) {
-    if (at_store_query_int(s, sql, &v)) fprintf(stderr, "query failed: %s\n", at_errmsg());
-    at_store_close(s);
-  }
-  return v;
-}
-
-static void require_gpu(void) {
-  char *out = at_path_join(TMP, "devices.txt");
-  char *argv[] = {(char *)EXE, "devices", NULL};
-  proc_run(argv, out, 120);
-  char *text = slurp(out);
-  int none = strncmp(text, "GPU 0:", 6) != 0;
-  free(text), free(out);
-  if (none) check_skip("no GPU");
 }
 
 /* Runs autotune with argv (NULL-terminated, without the binary), output to TMP/name; prints it. */
@@ -93,7 +74,7 @@ int main(int argc, char **argv) {
   if (argc < 2) return 2;
   EXE = argv[1];
   TMP = scratch_dir("gpu_compare");
-  require_gpu();
+  proc_require_gpu(EXE, TMP);
   char *space = at_path_join(getenv("AT_TEST_DATA"), "spaces/compare.yaml");
   char *db = at_path_join(TMP, "compare.db"), *configs = at_path_join(TMP, "no-configs");
   char *json = at_path_join(TMP, "compare.json");
@@ -103,9 +84,9 @@ int main(int argc, char **argv) {
    * keep their worst error / bound (at most 1, since they passed). */
   char *tune[] = {"--db", db, space, NULL};
   CHECK_EQ_INT(run("tune.txt", 900, tune), 0);
-  CHECK(q(db, "SELECT count(*) FROM results WHERE status='ok'") > 0);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status='ok' AND (check_ratio IS NULL OR check_ratio > 1)"), 0);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM baselines WHERE name='cublaslt_blockscale_fp8' AND check_ratio <= 1"), 3);
+  CHECK(dbq(db, "SELECT count(*) FROM results WHERE status='ok'") > 0);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status='ok' AND (check_ratio IS NULL OR check_ratio > 1)"), 0);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM baselines WHERE name='cublaslt_blockscale_fp8' AND check_ratio <= 1"), 3);
   char *tuned = read_tmp("tune.txt");
   CHECK_CONTAINS(tuned, "vendor chk");
   free(tuned);

@@ -23,27 +23,13 @@
 #include <unistd.h>
 
 #include "../unit/check.h"
+#include "../unit/dbq.h"
 #include "../unit/proc.h"
 #include "core/store.h"
 #include "core/util.h"
 
 static const char *EXE;
 static char *TMP;
-
-static int64_t q(const char *db, const char *fmt, ...) {
-  char sql[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(sql, sizeof sql, fmt, ap);
-  va_end(ap);
-  at_store *s;
-  int64_t v = -1;
-  if (at_store_open_readonly(db, &s) == AT_OK) {
-    if (at_store_query_int(s, sql, &v)) fprintf(stderr, "query failed: %s\n", at_errmsg());
-    at_store_close(s);
-  }
-  return v;
-}
 
 static int tune(const char *space, const char *db, double timeout) {
   char *sp = at_path_join(getenv("AT_TEST_DATA"), space), *out = at_path_join(TMP, "tune.txt");
@@ -53,16 +39,6 @@ static int tune(const char *space, const char *db, double timeout) {
   fprintf(stderr, "---- autotune %s (exit %d)\n%s----\n", space, rc, text);
   free(text), free(sp), free(out);
   return rc;
-}
-
-static void require_gpu(void) {
-  char *out = at_path_join(TMP, "devices.txt");
-  char *argv[] = {(char *)EXE, "devices", NULL};
-  proc_run(argv, out, 120);
-  char *text = slurp(out);
-  int none = strncmp(text, "GPU 0:", 6) != 0;
-  free(text), free(out);
-  if (none) check_skip("no GPU");
 }
 
 /* Worker processes still alive anywhere (their command line says "worker --gpu"). */
@@ -87,15 +63,15 @@ static int live_workers(void) {
 static void edge(void) {
   char *db = at_path_join(TMP, "edge.db");
   CHECK_EQ_INT(tune("spaces/edge.yaml", db, 900), 0);
-  int64_t cands = q(db, "SELECT count(*) FROM candidates WHERE status='ok'");
+  int64_t cands = dbq(db, "SELECT count(*) FROM candidates WHERE status='ok'");
   CHECK(cands > 20);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM problems"), 4);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), cands * 4);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status='ok' AND (time_us IS NULL OR time_us <= 0 OR samples < 3)"), 0);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE max_abs_err IS NULL OR max_abs_err > 1"), 0);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM winners"), 4);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM baselines WHERE name='cublas_fp32_reference' AND time_us > 0"), 4);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM problems"), 4);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), cands * 4);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status='ok' AND (time_us IS NULL OR time_us <= 0 OR samples < 3)"), 0);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE max_abs_err IS NULL OR max_abs_err > 1"), 0);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM winners"), 4);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM baselines WHERE name='cublas_fp32_reference' AND time_us > 0"), 4);
   free(db);
 }
 
@@ -119,12 +95,12 @@ static void sm90(void) {
   if (strcmp(arch, "sm_90a") != 0) check_skip("the sm90 family needs an sm_90 GPU");
   char *db = at_path_join(TMP, "sm90.db");
   CHECK_EQ_INT(tune("spaces/sm90_edge.yaml", db, 900), 0);
-  int64_t cands = q(db, "SELECT count(*) FROM candidates WHERE status='ok'");
+  int64_t cands = dbq(db, "SELECT count(*) FROM candidates WHERE status='ok'");
   CHECK(cands >= 16);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM problems"), 4);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), cands * 4);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM winners"), 4);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM problems"), 4);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), cands * 4);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM winners"), 4);
   free(db);
 }
 
@@ -170,14 +146,14 @@ static void sm90_random(void) {
   char *text = slurp(out);
   fprintf(stderr, "---- autotune sm90_random.yaml (exit %d, seed %llu)\n%s----\n", rc, (unsigned long long)seed, text);
   CHECK_EQ_INT(rc, 0);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
-  CHECK(q(db, "SELECT count(*) FROM results WHERE status = 'ok'") >= 6);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
+  CHECK(dbq(db, "SELECT count(*) FROM results WHERE status = 'ok'") >= 6);
   free(text), free(out), free(db), free(path);
 }
 
 static int64_t status_of(const char *db, const char *variant, int64_t m) {
   /* 0 ok, 1 wrong, 2 fault, 3 timeout, 5 quarantined, as a number: easy to compare. */
-  return q(db,
+  return dbq(db,
            "SELECT CASE r.status WHEN 'ok' THEN 0 WHEN 'wrong' THEN 1 WHEN 'fault' THEN 2 WHEN 'timeout' THEN 3"
            " WHEN 'resources' THEN 4 WHEN 'quarantined' THEN 5 END FROM results r JOIN candidates c ON c.id=r.candidate_id"
            " JOIN variants v ON v.id=c.variant_id JOIN problems p ON p.id=r.problem_id WHERE v.name='%s' AND p.m=%lld",
@@ -193,20 +169,20 @@ static void planted(void) {
     CHECK_EQ_INT(status_of(db, "hang", ms[i]), i < 2 ? 3 : 5);
     CHECK_EQ_INT(status_of(db, "unwritten", ms[i]), 1);
   }
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), 15);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results r JOIN candidates c ON c.id=r.candidate_id JOIN variants v"
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), 15);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results r JOIN candidates c ON c.id=r.candidate_id JOIN variants v"
                      " ON v.id=c.variant_id WHERE v.name='good' AND r.status='ok'"),
                6);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM winners w JOIN candidates c ON c.id=w.candidate_id JOIN variants v"
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM winners w JOIN candidates c ON c.id=w.candidate_id JOIN variants v"
                      " ON v.id=c.variant_id WHERE v.name='good'"),
                3);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM candidates WHERE quarantined=1"), 2);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status='wrong' AND bad_count > 0 AND first_bad >= 0"), 3);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM candidates WHERE quarantined=1"), 2);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status='wrong' AND bad_count > 0 AND first_bad >= 0"), 3);
   CHECK_EQ_INT(live_workers(), 0);
   /* A rerun redoes nothing and keeps every result as it was. */
   CHECK_EQ_INT(tune("spaces/planted.yaml", db, 900), 0);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), 15);
-  CHECK_EQ_INT(q(db, "SELECT count(DISTINCT run_id) FROM results"), 1);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), 15);
+  CHECK_EQ_INT(dbq(db, "SELECT count(DISTINCT run_id) FROM results"), 1);
   free(db);
 }
 
@@ -218,31 +194,31 @@ static void resume(void) {
   int64_t done = 0;
   for (int i = 0; i < 30000 && done < 40; i++) {
     usleep(10000);
-    done = q(db, "SELECT count(*) FROM results");
+    done = dbq(db, "SELECT count(*) FROM results");
   }
   kill(pid, SIGKILL);
   proc_wait(pid, 60);
-  int64_t kept = q(db, "SELECT count(*) FROM results");
+  int64_t kept = dbq(db, "SELECT count(*) FROM results");
   fprintf(stderr, "killed with %lld results recorded\n", (long long)kept);
   CHECK(kept >= 40);
   usleep(500000);
   CHECK_EQ_INT(live_workers(), 0); /* workers die with their parent */
   /* SIGTERM (or Ctrl-C) stops cleanly: exit 1, the run marked interrupted, no worker left. */
   pid = proc_start(argv, out);
-  int64_t before = q(db, "SELECT count(*) FROM results");
-  for (int i = 0; i < 30000 && q(db, "SELECT count(*) FROM results") < before + 20; i++) usleep(10000);
+  int64_t before = dbq(db, "SELECT count(*) FROM results");
+  for (int i = 0; i < 30000 && dbq(db, "SELECT count(*) FROM results") < before + 20; i++) usleep(10000);
   kill(pid, SIGTERM);
   CHECK_EQ_INT(proc_wait(pid, 120), 1);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM runs WHERE status='interrupted'"), 1);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM runs WHERE status='interrupted'"), 1);
   CHECK_EQ_INT(live_workers(), 0);
   CHECK_EQ_INT(tune("spaces/edge.yaml", db, 900), 0);
   CHECK_EQ_INT(tune("spaces/edge.yaml", clean, 900), 0);
-  int64_t total = q(clean, "SELECT count(*) FROM results");
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), total);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status='ok'"), q(clean, "SELECT count(*) FROM results WHERE status='ok'"));
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM winners"), q(clean, "SELECT count(*) FROM winners"));
-  CHECK(q(db, "SELECT count(DISTINCT run_id) FROM results") >= 2); /* the first run's results were kept */
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check='ok'"), 1);
+  int64_t total = dbq(clean, "SELECT count(*) FROM results");
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), total);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status='ok'"), dbq(clean, "SELECT count(*) FROM results WHERE status='ok'"));
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM winners"), dbq(clean, "SELECT count(*) FROM winners"));
+  CHECK(dbq(db, "SELECT count(DISTINCT run_id) FROM results") >= 2); /* the first run's results were kept */
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check='ok'"), 1);
   free(db), free(clean), free(sp), free(out);
 }
 
@@ -264,12 +240,12 @@ static void multi(void) {
   CHECK_EQ_INT(tune("spaces/edge.yaml", db, 900), 0); /* all GPUs: the default */
   char *argv[] = {(char *)EXE, "--gpus", "0", "--db", one, sp, NULL};
   CHECK_EQ_INT(proc_run(argv, out, 900), 0);
-  int64_t cands = q(db, "SELECT count(*) FROM candidates WHERE status='ok'");
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), cands * 4);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM winners"), 4);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM results"), q(one, "SELECT count(*) FROM results"));
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM devices"), 1);
+  int64_t cands = dbq(db, "SELECT count(*) FROM candidates WHERE status='ok'");
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), cands * 4);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM winners"), 4);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), dbq(one, "SELECT count(*) FROM results"));
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM devices"), 1);
   CHECK_EQ_INT(live_workers(), 0);
   free(db), free(one), free(sp), free(out);
 }
@@ -280,7 +256,7 @@ int main(int argc, char **argv) {
   TMP = scratch_dir(argv[2]);
   char *cache = at_path_join(TMP, "cache");
   setenv("AUTOTUNE_CACHE", cache, 1);
-  require_gpu();
+  proc_require_gpu(EXE, TMP);
   if (strcmp(argv[2], "edge") == 0) edge();
   else if (strcmp(argv[2], "planted") == 0) planted();
   else if (strcmp(argv[2], "resume") == 0) resume();

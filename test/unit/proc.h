@@ -87,4 +87,19 @@ static inline char *scratch_dir(const char *name) {
   return p;
 }
 
+/* Exits 77 (meson's "skipped") unless `exe devices` sees a GPU; its output goes to dir. */
+static inline void proc_require_gpu(const char *exe, const char *dir) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/devices.txt", dir);
+  char *argv[] = {(char *)exe, "devices", NULL};
+  proc_run(argv, out, 120);
+  char *text = slurp(out);
+  int none = strncmp(text, "GPU 0:", 6) != 0;
+  free(text);
+  if (none) {
+    fprintf(stderr, "skipped: no GPU\n");
+    exit(77);
+  }
+}
+
 #endif

@@ -9,22 +9,13 @@
 #include <string.h>
 
 #include "check.h"
+#include "dbq.h"
 #include "core/store.h"
 #include "core/util.h"
 #include "proc.h"
 
 static const char *EXE;
 static char *TMP;
-
-static int64_t q(const char *db, const char *sql) {
-  at_store *s;
-  int64_t v = -1;
-  if (at_store_open_readonly(db, &s) == AT_OK) {
-    if (at_store_query_int(s, sql, &v)) fprintf(stderr, "query failed: %s\n", at_errmsg());
-    at_store_close(s);
-  }
-  return v;
-}
 
 /* The shipped space with its sm90 variant alone: the header up to `variants:`, the variant's block,
  * and everything from `shapes:` on, as text. */
@@ -64,15 +55,15 @@ static void sm90_compiles_for_sm90a(const char *space) {
   char *text = slurp(out);
   fprintf(stderr, "---- compile-only sm_90a (exit %d)\n%s----\n", rc, strstr(text, "\n== ") ? strstr(text, "\n== ") : text);
   CHECK_EQ_INT(rc, 0);
-  int64_t total = q(db, "SELECT count(*) FROM candidates");
+  int64_t total = dbq(db, "SELECT count(*) FROM candidates");
   CHECK(total >= 100); /* the shipped variant keeps a few hundred */
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM candidates WHERE status='ok'"), total);
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM candidates WHERE status != 'ok'"), 0);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM candidates WHERE status='ok'"), total);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM candidates WHERE status != 'ok'"), 0);
   /* The main-loop configurations keep everything in registers. (Split-K's reduction and the
    * 256-row tiles spill a few bytes in some configurations: slower, still correct; the tuner
    * judges them by time.) */
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM candidates WHERE (spill_stores > 0 OR stack_bytes > 0) AND params LIKE "
-                     "'%\"SPLIT_K\":1,%' AND params NOT LIKE '%\"BLOCK_M\":256%'"),
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM candidates WHERE (spill_stores > 0 OR stack_bytes > 0) AND params LIKE "
+                     "'%%\"SPLIT_K\":1,%%' AND params NOT LIKE '%%\"BLOCK_M\":256%%'"),
                0);
   CHECK_CONTAINS(text, "0 failed");
   free(text), free(db), free(out);
@@ -87,7 +78,7 @@ static void sm90_skipped_for_sm89(const char *space) {
   CHECK_EQ_INT(rc, 0);
   CHECK_CONTAINS(text, "surviving 0");
   CHECK_CONTAINS(text, "pruned by sm90/device_arch (family sm90 needs sm_90a");
-  CHECK_EQ_INT(q(db, "SELECT count(*) FROM candidates"), 0);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM candidates"), 0);
   free(text), free(db), free(out);
 
   /* The shipped space on sm_89: the mma family is still there. */
