@@ -23,10 +23,12 @@
 // Math per k-block: four wgmma m64nBLOCK_Nk32 (K = 32 bytes each) into a fresh accumulator
 // (the first with scale-d = 0), commit, wait; the stage is released, then, in fp32 FFMAs,
 // result += acc * (As * Bs) with the row's A scale and the column's B scale. While a warpgroup
-// promotes, the tensor cores have only the other warpgroup's wgmmas to run. With PINGPONG = 1 (two
-// math warpgroups) the two take turns through named barriers: warpgroup 1 issues a k-block once
-// warpgroup 0's wgmmas of it have completed, warpgroup 0 the next one once warpgroup 1's have, so
-// each promotes while the other's wgmmas run instead of both waiting on interleaved ones. (Two
+// promotes, the tensor cores have only the other warpgroup's wgmmas to run. With PINGPONG = 1 or 2
+// (two math warpgroups) the two take turns through named barriers: warpgroup 1 issues a batch once
+// warpgroup 0's batch has completed (1) or has been issued (2), warpgroup 0 its next one likewise
+// after warpgroup 1's, so that each promotes while the other's wgmmas run instead of both waiting
+// on interleaved ones. (Measured with BLOCK 128 x 128: 1 costs 7%, its wait for completion leaves
+// the tensor cores idle between batches; 2 keeps the order without that wait.) (Two
 // accumulators per warpgroup, issuing k-block i + 1 before promoting i, were tried: ptxas
 // serializes those wgmmas, C7514.)
 // Scales are read from global memory by the math threads when a k-block is issued and used when
@@ -46,7 +48,7 @@
 // rule (engine/ops/gemm_a8w8_blockscale.c) promises: a host/template mismatch is a fault.
 //
 // Parameters: BLOCK_M (64 or 128), BLOCK_N (a multiple of 16, at most 256), STAGES (>= 2),
-// GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0 or 1: math warpgroups take turns).
+// GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0, 1, 2: how math warpgroups take turns).
 #include "at_sm90.cuh"
 #include "at_wgmma_e4m3.cuh"
 #include "gemm_a8w8_blockscale_args.h"
@@ -107,14 +109,14 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
   using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES>;
   constexpr int MATH_WG = L::math_wg, WAVES = L::waves;
   constexpr int NACC = BLOCK_N / 2;  // fp32 accumulators per thread for a 64 x BLOCK_N slice
-  constexpr bool PINGPONG_ON = PINGPONG == 1 && MATH_WG == 2;
+  constexpr bool PINGPONG_ON = PINGPONG >= 1 && MATH_WG == 2;
   // Named barriers: 0 is __syncthreads, 1 + w a math warpgroup's own (epilogue), and the turns.
   constexpr int BAR_TURN_0 = 3, BAR_TURN_1 = 4;  // "warpgroup 0 (1) may issue"
   static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 256, "BLOCK_M must be 64, 128 or 256");
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 16 && BLOCK_N <= 256, "BLOCK_N must be a multiple of 16, at most 256");
   static_assert(STAGES >= 2, "STAGES must be at least 2");
   static_assert(GROUP_M >= 1 && SPLIT_K >= 1, "GROUP_M and SPLIT_K must be positive");
-  static_assert(PINGPONG == 0 || PINGPONG == 1, "PINGPONG must be 0 or 1");
+  static_assert(PINGPONG >= 0 && PINGPONG <= 2, "PINGPONG must be 0, 1 or 2");
   static_assert(MATH_WG == 1 || (WAVES + 1) * BLOCK_N <= 416,
                 "two math warpgroups hold at most 232 registers a thread: (WAVES + 1) x BLOCK_N / 2 <= 208");
 
@@ -214,9 +216,10 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
       for (int v = 0; v < WAVES; v++) {
         const at_u64 da = at_wgmma_desc_sw128(base + L::a_off + s * L::a_stage + (v * 128 + w * 64) * 128);
         if (PINGPONG_ON) {
-          // Warpgroup 0 issues after warpgroup 1's previous batch has completed (except the
-          // first), warpgroup 1 after warpgroup 0's current one: the two alternate on the tensor
-          // cores, each promoting while the other's wgmmas run.
+          // Warpgroup 0 issues after warpgroup 1's previous batch (except the first), warpgroup 1
+          // after warpgroup 0's current one: with PINGPONG 1 once that batch has completed, with 2
+          // once it has been issued (the tensor cores then have the other's batch queued behind
+          // it, in order, while this one promotes).
           if (w == 0 && (it > 0 || v > 0)) at_named_barrier(BAR_TURN_0, 256);
           if (w == 1) at_named_barrier(BAR_TURN_1, 256);
         }
@@ -226,10 +229,11 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(acc, da + 2 * ks, db + 2 * ks, ks);
         at_wgmma_commit();
+        if (PINGPONG_ON && PINGPONG == 2) at_named_arrive(w == 0 ? BAR_TURN_1 : BAR_TURN_0, 256);
         at_wgmma_wait<0>();
 #pragma unroll
         for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
-        if (PINGPONG_ON) at_named_arrive(w == 0 ? BAR_TURN_1 : BAR_TURN_0, 256);
+        if (PINGPONG_ON && PINGPONG == 1) at_named_arrive(w == 0 ? BAR_TURN_1 : BAR_TURN_0, 256);
         if (v == WAVES - 1) at_mbar_arrive_if(empty0 + s * 8, lane == 0);
 
         // Promote: result += acc * As[row][kb] * Bs[col / 128][kb], per 8-column group.

@@ -27,7 +27,7 @@ static const param_range MMA_PARAMS[] = {{"BLOCK_M", 16, 512}, {"BLOCK_N", 16, 5
                                          {"SPLIT_K", 1, 64},   {NULL, 0, 0}};
 static const param_range MMA_OPTIONAL[] = {{"GROUP_M", 1, 64}, {"B_HINT", 0, 2}, {NULL, 0, 0}};
 static const param_range SM90_PARAMS[] = {{"BLOCK_M", 64, 256}, {"BLOCK_N", 16, 256}, {"STAGES", 2, 16},
-                                          {"GROUP_M", 1, 64},   {"SPLIT_K", 1, 64},   {"PINGPONG", 0, 1},
+                                          {"GROUP_M", 1, 64},   {"SPLIT_K", 1, 64},   {"PINGPONG", 0, 2},
                                           {NULL, 0, 0}};
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -123,7 +123,7 @@ static void sm90_random(void) {
     r = r * 6364136223846793005ull + 1442695040888963407ull;
     int bm = 64 << ((r >> 33) % 3), bn = BN[(r >> 40) % 6], stages = 2 + (int)((r >> 50) % 3);
     int split = 1 + (int)((r >> 20) % 4), group = (r >> 10) & 1 ? 8 : 1;
-    int pingpong = bm >= 128 ? (int)((r >> 5) & 1) : 0;
+    int pingpong = bm >= 128 ? (int)((r >> 5) % 3) : 0;
     if (bm == 256 && bn > 128) bn = 128; /* registers: the kernel's static_assert */
     fprintf(f,
             "  - name: s%d\n    family: sm90\n    template: %s/templates/gemm_a8w8_blockscale_sm90.cuh\n"
