@@ -1,20 +1,12 @@
-/* registry.c: the tables of operators, CPU and GPU halves. A new operator adds a line to each. */
+/* registry.c: the table of operators, CPU halves (the runtime library needs these alone; the GPU
+ * halves are in gpu_registry.c, linked into the tuner). A new operator adds a line to each. */
 #include <string.h>
 
-#include "gpu_op.h"
 #include "op.h"
 
 extern const at_op at_op_gemm_a8w8_blockscale;
-extern const at_gpu_op at_gpu_op_gemm_a8w8_blockscale;
 
 static const at_op *const OPS[] = {&at_op_gemm_a8w8_blockscale};
-static const at_gpu_op *const GPU_OPS[] = {&at_gpu_op_gemm_a8w8_blockscale};
-
-const at_gpu_op *at_gpu_op_find(const char *name) {
-  for (size_t i = 0; i < sizeof GPU_OPS / sizeof GPU_OPS[0]; i++)
-    if (strcmp(GPU_OPS[i]->name, name) == 0) return GPU_OPS[i];
-  return NULL;
-}
 
 const at_op *at_op_find(const char *name) {
   for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++)

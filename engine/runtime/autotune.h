@@ -22,6 +22,13 @@
 extern "C" {
 #endif
 
+/* The library is built with hidden visibility: what this header declares is all it exports. */
+#if defined(__GNUC__) || defined(__clang__)
+#define AT_API __attribute__((visibility("default")))
+#else
+#define AT_API
+#endif
+
 #define AT_STATUS_OK 0
 #define AT_STATUS_ERROR 1
 #define AT_STATUS_INVALID 2
@@ -36,9 +43,9 @@ typedef struct at_runtime_options {
   const char *cache_dir;     /* NULL: the tuner's ($AUTOTUNE_CACHE, else ~/.cache/autotune) */
 } at_runtime_options;
 
-int at_runtime_open(const at_runtime_options *options, at_runtime **out);
-void at_runtime_close(at_runtime *rt);
-const char *at_runtime_last_error(void);
+AT_API int at_runtime_open(const at_runtime_options *options, at_runtime **out);
+AT_API void at_runtime_close(at_runtime *rt);
+AT_API const char *at_runtime_last_error(void);
 
 typedef struct at_selection {
   const char *source;  /* "db", "nk_file", "default_file" or "builtin" */
@@ -52,15 +59,15 @@ typedef struct at_selection {
 /* The configuration for a problem. device: "sm90" or a product name like NVIDIA_H100_80GB_HBM3;
  * NULL means the device of the calling thread's current CUDA context. The strings stay valid until
  * at_runtime_close. Needs no GPU when a device is named. */
-int at_runtime_select(at_runtime *rt, const char *op, int64_t m, int64_t n, int64_t k, const char *device,
-                      at_selection *out);
+AT_API int at_runtime_select(at_runtime *rt, const char *op, int64_t m, int64_t n, int64_t k, const char *device,
+                             at_selection *out);
 
 /* C = (A * As)(B * Bs)^T on the current CUDA context, on `stream` (a CUstream or cudaStream_t; NULL
  * for the default stream). A: M x K e4m3 row-major; As: M x K/128 fp32 row-major; B: N x K e4m3
  * row-major; Bs: ceil(N/128) x K/128 fp32 row-major; C: M x N bf16 row-major. M >= 1, N a multiple
  * of 8, K a multiple of 128; A, B, C 16-byte aligned, the scales 4-byte aligned. */
-int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale, const void *b, const float *b_scale,
-                            void *c, int64_t m, int64_t n, int64_t k, void *stream);
+AT_API int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale, const void *b,
+                                   const float *b_scale, void *c, int64_t m, int64_t n, int64_t k, void *stream);
 
 #ifdef __cplusplus
 }
