@@ -15,6 +15,7 @@
 #include "../core/compile.h"
 #include "../core/device.h"
 #include "../core/enumerate.h"
+#include "../core/shard.h"
 #include "../core/space.h"
 #include "../core/store.h"
 #include "../core/tune.h"
@@ -55,6 +56,9 @@ static const char *USAGE =
     "  --pch                use NVRTC precompiled headers\n"
     "  --summary-json FILE  also write the summary as JSON (not over an input of the run)\n"
     "  --max-candidates N   refuse a space with more than N candidates after pruning (default 100000)\n"
+    "  --shard I/N          only shard I of N (1 <= I <= N): every (candidate, shape) is in one shard,\n"
+    "                       dealt by estimated cost from the space alone; give each shard its own --db\n"
+    "                       and combine them with `autotune merge` (docs/cluster.md)\n"
     "environment: AUTOTUNE_DB, AUTOTUNE_CACHE (compile cache dir), AUTOTUNE_TEMPLATES, AUTOTUNE_PROGRESS,\n"
     "             AUTOTUNE_DEBUG (a line per outcome), AUTOTUNE_DUMP_PTX (a directory for the PTX of compiles)\n";
 
@@ -66,6 +70,7 @@ typedef struct options {
   int compile_only, fresh, pch, no_baselines;
   const char *summary_json;
   int64_t max_candidates;
+  at_shard shard; /* count 0: the whole space */
   const char *space;
 } options;
 
@@ -84,7 +89,7 @@ static int parse_options(int argc, char **argv, options *o) {
       {"compile-only", no_argument, 0, 'c'},  {"fresh", no_argument, 0, 'f'},
       {"pch", no_argument, 0, 'p'},           {"no-baselines", no_argument, 0, 'B'},
       {"summary-json", required_argument, 0, 's'}, {"max-candidates", required_argument, 0, 'm'},
-      {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+      {"shard", required_argument, 0, 'S'},   {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   const char *env_db = getenv("AUTOTUNE_DB");
   o->db = env_db && *env_db ? env_db : "tuned/autotune.db";
@@ -107,6 +112,9 @@ static int parse_options(int argc, char **argv, options *o) {
     case 'm':
       if (at_parse_i64(optarg, &o->max_candidates) != 0 || o->max_candidates < 1)
         return at_fail(AT_ERR_INPUT, "--max-candidates: expects a positive integer, got '%s'", optarg);
+      break;
+    case 'S':
+      AT_TRY(at_shard_parse(optarg, &o->shard));
       break;
     case 'h': fputs(USAGE, stdout); return -1;
     case ':': return at_fail(AT_ERR_INPUT, "tune: option %s needs a value (see --help)", argv[optind - 1]);
@@ -211,6 +219,7 @@ int cmd_tune(int argc, char **argv) {
   at_tune_stats tstats = {0};
   char *cache_dir = at_cache_dir(), *cmdline = command_line(argc, argv);
   char why[512] = "";
+  uint8_t *shapes_on = NULL; /* --shard: the shapes this shard sets up */
   int64_t run_id = 0;
   int have_tune = 0;
 
@@ -242,12 +251,28 @@ int cmd_tune(int argc, char **argv) {
   }
 
   if ((rc = at_enumerate(space, &limits, o.max_candidates, &cands))) goto out;
+  if (o.shard.count) {
+    /* Before compiling: a shard compiles only the candidates it times. */
+    at_shard_stats ss;
+    shapes_on = at_xcalloc(space->nshapes ? space->nshapes : 1, 1);
+    at_shard_apply(space, cands, o.shard, shapes_on, &ss);
+    printf("shard %d/%d: %lld of %lld candidates, %lld of %lld (candidate, shape) pairs, %lld of %zu shapes;"
+           " %.1f%% of the estimated cost (the largest shard %.1f%%)\n",
+           o.shard.index, o.shard.count, (long long)ss.cands_kept, (long long)ss.cands_total, (long long)ss.pairs_kept,
+           (long long)ss.pairs_total, (long long)ss.shapes_kept, space->nshapes,
+           ss.cost_total ? 100.0 * (double)ss.cost_kept / (double)ss.cost_total : 0.0,
+           ss.cost_total ? 100.0 * (double)ss.cost_max / (double)ss.cost_total : 0.0);
+    fflush(stdout);
+  }
   if ((rc = at_compile_prepare(space, &sources, &variant_ids))) goto out;
 
   /* From here on the input is known good: the DB is opened and written. */
   if ((rc = at_store_open(o.db, &db))) goto out;
   at_store_set_stop(db, &g_stop); /* a Ctrl-C ends a wait for another writer's lock */
-  at_run_info info = {space->path, space->hash, space->op_name, space->tag, arch, at_nvrtc_version(), cmdline};
+  char shard[32] = "";
+  if (o.shard.count) snprintf(shard, sizeof shard, "%d/%d", o.shard.index, o.shard.count);
+  at_run_info info = {space->path, space->hash, space->op_name, space->tag, arch, at_nvrtc_version(), cmdline,
+                      shard[0] ? shard : NULL};
   if ((rc = at_store_begin_run(db, &info, &run_id))) goto out;
   for (size_t v = 0; v < space->nvariants; v++) {
     const at_variant *var = &space->variants[v];
@@ -274,7 +299,7 @@ int cmd_tune(int argc, char **argv) {
 
   if (!g_stop && !o.compile_only && ngpus) {
     at_tune_job tj = {space, cands, compiled, sources, {arch, o.pch}, cache_dir, db, run_id, gpus, ngpus,
-                      o.fresh, !o.no_baselines, &g_stop};
+                      o.fresh, !o.no_baselines, shapes_on, &g_stop};
     have_tune = 1;
     rc = at_tune_gpu(&tj, &tstats);
   }
@@ -318,6 +343,7 @@ out:;
   at_space_free(space);
   free(all);
   free(gpus);
+  free(shapes_on);
   free(cache_dir);
   free(cmdline);
   return rc;

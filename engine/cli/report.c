@@ -46,6 +46,7 @@ void at_report_print(const at_report *r) {
             "cuBLAS32 us", "vendor us", "vendor chk");
     for (size_t i = 0; i < t->nshapes; i++) {
       const at_shape_outcome *o = &t->shapes[i];
+      if (o->skipped) continue; /* another shard's */
       char shape[64], win[256] = "-";
       snprintf(shape, sizeof shape, "%lld %lld %lld", (long long)o->shape.m, (long long)o->shape.n,
                (long long)o->shape.k);
@@ -116,9 +117,11 @@ int at_report_write_json(const at_report *r, const char *path) {
                       "  \"retime_seconds\": %.3f,\n",
                   t->wall_s, t->setup_s, t->eval_s, t->retime_s);
     at_buf_puts(&b, "  \"shapes\": [");
+    int listed = 0;
     for (size_t i = 0; i < t->nshapes; i++) {
       const at_shape_outcome *o = &t->shapes[i];
-      at_buf_printf(&b, "%s\n    {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"winner\": ", i ? "," : "", (long long)o->shape.m,
+      if (o->skipped) continue; /* another shard's */
+      at_buf_printf(&b, "%s\n    {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"winner\": ", listed++ ? "," : "", (long long)o->shape.m,
                     (long long)o->shape.n, (long long)o->shape.k);
       if (o->winner >= 0) {
         const at_cand *cd = &r->cands->c[o->winner];

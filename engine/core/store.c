@@ -45,7 +45,10 @@ static const char *SCHEMA =
     "CREATE TABLE IF NOT EXISTS runs("
     "  id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT, status TEXT NOT NULL,"
     "  space_path TEXT, space_hash TEXT, op TEXT, tag TEXT, arch TEXT, nvrtc TEXT, host TEXT, command TEXT,"
-    "  device_id INTEGER REFERENCES devices(id), peak_tflops REAL, peak_gbs REAL);"
+    "  device_id INTEGER REFERENCES devices(id), peak_tflops REAL, peak_gbs REAL, uid TEXT, shard TEXT);"
+    "CREATE UNIQUE INDEX IF NOT EXISTS runs_by_uid ON runs(uid);"
+    "CREATE TABLE IF NOT EXISTS run_sources("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id), db TEXT NOT NULL, PRIMARY KEY(run_id, db));"
     "CREATE TABLE IF NOT EXISTS variants("
     "  id INTEGER PRIMARY KEY, op TEXT NOT NULL, name TEXT NOT NULL, family TEXT NOT NULL, template TEXT NOT NULL,"
     "  entry TEXT NOT NULL, source_hash TEXT NOT NULL, last_run INTEGER,"
@@ -91,6 +94,14 @@ static const char *const MIGRATIONS[AT_STORE_SCHEMA_VERSION] = {
     /* 1 -> 2: the check's worst |out - ref| / bound, of each result and of the vendor baseline. */
     "ALTER TABLE results ADD COLUMN check_ratio REAL;"
     "ALTER TABLE baselines ADD COLUMN check_ratio REAL;",
+    /* 2 -> 3: runs get an identity that survives a merge (uid) and their shard; merged runs list
+     * the DBs they came from. Runs of before get a uid of their own now. */
+    "ALTER TABLE runs ADD COLUMN uid TEXT;"
+    "ALTER TABLE runs ADD COLUMN shard TEXT;"
+    "UPDATE runs SET uid=lower(hex(randomblob(16))) WHERE uid IS NULL;"
+    "CREATE UNIQUE INDEX IF NOT EXISTS runs_by_uid ON runs(uid);"
+    "CREATE TABLE IF NOT EXISTS run_sources("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id), db TEXT NOT NULL, PRIMARY KEY(run_id, db));",
 };
 
 sqlite3 *at_store_db(at_store *s) { return s->db; }
@@ -323,8 +334,8 @@ static int begin_run_tx(at_store *s, void *p) {
   run_ctx *c = p;
   sqlite3_stmt *st;
   SQL_CHECK(s, sqlite3_prepare_v2(s->db,
-                                  "INSERT INTO runs(started,status,space_path,space_hash,op,tag,arch,nvrtc,host,command)"
-                                  " VALUES(?,?,?,?,?,?,?,?,?,?)",
+                                  "INSERT INTO runs(started,status,space_path,space_hash,op,tag,arch,nvrtc,host,command,"
+                                  "shard,uid) VALUES(?,?,?,?,?,?,?,?,?,?,?,lower(hex(randomblob(16))))",
                                   -1, &st, NULL));
   char *now = at_utc_now_iso();
   char host[256] = "";
@@ -339,6 +350,7 @@ static int begin_run_tx(at_store *s, void *p) {
   bind_text(st, 8, c->info->nvrtc);
   bind_text(st, 9, host);
   bind_text(st, 10, c->info->command);
+  bind_text(st, 11, c->info->shard);
   free(now);
   AT_TRY(step_done(s, st));
   c->id = sqlite3_last_insert_rowid(s->db);

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AT_STORE_SCHEMA_VERSION 2
+#define AT_STORE_SCHEMA_VERSION 3
 #define AT_STORE_SCHEMA_OLDEST_READ 1 /* at_store_open_readonly accepts versions from this one */
 
 typedef struct at_store at_store;
@@ -40,6 +40,7 @@ int at_store_lock_interrupted(const at_store *s);
 
 typedef struct at_run_info {
   const char *space_path, *space_hash, *op, *tag, *arch, *nvrtc, *command;
+  const char *shard; /* "I/N" for a run of one shard (shard.h), NULL otherwise */
 } at_run_info;
 
 int at_store_begin_run(at_store *s, const at_run_info *info, int64_t *run_id);

@@ -543,6 +543,11 @@ static void *gpu_main(void *arg) {
     int stop = sh->rc != AT_OK || (sh->job->stop && *sh->job->stop);
     unlock(sh);
     if (stop || si >= sh->job->space->nshapes) break;
+    /* Another shard's shape: its inputs, reference and baselines are that shard's to measure. */
+    if (sh->job->shapes_on && !sh->job->shapes_on[si]) {
+      sh->st->shapes[si].skipped = 1; /* this thread's alone: si was handed out once */
+      continue;
+    }
     rc = tune_shape(g, si);
   }
   at_worker_stop(&g->w);

@@ -33,6 +33,7 @@ typedef struct at_shape_outcome {
   double tflops, roofline_pct;
   int64_t counts[AT_ST_COUNT];
   int64_t evaluated, resumed;
+  int skipped;       /* another shard's shape (--shard): not set up here */
 } at_shape_outcome;
 
 typedef struct at_tune_stats {
@@ -64,6 +65,7 @@ typedef struct at_tune_job {
   int ndevices;
   int fresh;
   int baselines; /* time the vendor kernel per shape */
+  const uint8_t *shapes_on; /* per shape: this shard sets it up (shard.h); NULL: every shape */
   volatile sig_atomic_t *stop;
 } at_tune_job;
 

@@ -170,11 +170,19 @@ int at_read_file(const char *path, size_t max_size, char **data, size_t *size) {
 }
 
 int at_write_file_atomic(const char *path, const void *data, size_t size) {
-  /* Unique per process and per call: threads may write the same path at once (the last rename
-   * wins, and every version is whole). */
+  /* Unique per host, process and call: threads, and processes on several nodes sharing a cache on
+   * a network filesystem, may write the same path at once (the last rename wins, and every version
+   * is whole). The host name keeps two nodes whose processes have the same pid apart; O_EXCL makes
+   * sure that no two writers ever share a temporary file. */
   static _Atomic unsigned long counter;
-  char *tmp = at_xasprintf("%s.tmp.%ld.%lu", path, (long)getpid(), (unsigned long)atomic_fetch_add(&counter, 1));
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  char host[64] = "";
+  if (gethostname(host, sizeof host - 1) != 0 || strchr(host, '/')) snprintf(host, sizeof host, "host");
+  char *tmp = at_xasprintf("%s.tmp.%s.%ld.%lu", path, host, (long)getpid(), (unsigned long)atomic_fetch_add(&counter, 1));
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST) { /* left by a dead process that had this pid: nobody writes it now */
+    unlink(tmp);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  }
   if (fd < 0) {
     int rc = at_fail(AT_ERR_RUNTIME, "%s: %s", tmp, strerror(errno));
     free(tmp);
