@@ -10,5 +10,6 @@ int cmd_export(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ static const command COMMANDS[] = {
     {"export", cmd_export, "write the tuned configs as JSON files, bucketed by M"},
     {"query", cmd_query, "show the config chosen for a problem, and where it came from"},
     {"compare", cmd_compare, "time the tuned kernels, through the runtime library, against cuBLASLt"},
+    {"merge", cmd_merge, "combine tuning DBs (the shards of a space, one device model) into one"},
     {"worker", cmd_worker, NULL},
 };
 
