@@ -21,6 +21,7 @@ static const command COMMANDS[] = {
     {"query", cmd_query, "show the config chosen for a problem, and where it came from"},
     {"compare", cmd_compare, "time the tuned kernels, through the runtime library, against cuBLASLt"},
     {"merge", cmd_merge, "combine tuning DBs (the shards of a space, one device model) into one"},
+    {"version", cmd_version, "print the version, git commit and NVRTC version (also --version)"},
     {"worker", cmd_worker, NULL},
 };
 
@@ -43,6 +44,7 @@ int main(int argc, char **argv) {
     usage(stdout);
     return AT_OK;
   }
+  if (strcmp(argv[1], "--version") == 0) argv[1] = "version";
   int rc = -1;
   for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
     if (strcmp(argv[1], COMMANDS[i].name) == 0) rc = COMMANDS[i].run(argc - 1, argv + 1);

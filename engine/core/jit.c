@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cache.h"
+#include "install.h"
 #include "sha256.h"
 #include "util.h"
 
@@ -22,13 +24,30 @@ static const char *nvrtc_text(nvrtcResult r) {
 /* Bumped when anything about how a source becomes a cubin changes outside the hashed inputs. */
 #define AT_JIT_FORMAT "autotune-jit-1"
 
+/* AT_TEMPLATES_DIR: the source tree's templates/, for a build that is not installed; with
+ * AT_TEMPLATES_FIXED, a directory the build was told to use (meson's templates_dir option). */
 #ifndef AT_TEMPLATES_DIR
 #define AT_TEMPLATES_DIR "templates"
 #endif
+#ifndef AT_TEMPLATES_FIXED
+#define AT_TEMPLATES_FIXED 0
+#endif
+
+static char g_templates[4096];
+static pthread_once_t g_templates_once = PTHREAD_ONCE_INIT;
+
+static void find_templates(void) {
+  const char *data = AT_TEMPLATES_FIXED ? NULL : at_install_data_dir();
+  if (data) snprintf(g_templates, sizeof g_templates, "%s/templates", data);
+  struct stat st;
+  if (!data || stat(g_templates, &st) != 0 || !S_ISDIR(st.st_mode)) snprintf(g_templates, sizeof g_templates, "%s", AT_TEMPLATES_DIR);
+}
 
 const char *at_templates_dir(void) {
   const char *d = getenv("AUTOTUNE_TEMPLATES");
-  return d && *d ? d : AT_TEMPLATES_DIR;
+  if (d && *d) return d;
+  pthread_once(&g_templates_once, find_templates);
+  return g_templates;
 }
 
 static char g_nvrtc_version[32];

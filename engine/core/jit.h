@@ -27,7 +27,9 @@ typedef struct at_jit_source {
 int at_jit_source_load(const char *template_path, const char *templates_dir, at_jit_source **out);
 void at_jit_source_free(at_jit_source *s);
 
-/* The engine's templates directory: $AUTOTUNE_TEMPLATES, else the one built in. Not malloc'd. */
+/* The engine's templates directory: $AUTOTUNE_TEMPLATES; else, for an installed autotune (binary
+ * or library), <prefix>/share/autotune/templates of its own prefix (install.h); else the source
+ * tree's (or the one meson's templates_dir option names). Not malloc'd. */
 const char *at_templates_dir(void);
 
 /* "13.0": the NVRTC version, which is part of every key. */
