@@ -471,6 +471,13 @@ static void merge_fails_whole(void) {
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   EXE = argv[1];
+  /* For test_slurm.sh: do two DBs hold the same candidates? */
+  if (argc == 5 && strcmp(argv[2], "--same-candidates") == 0) {
+    char *a = dump(argv[3], CANDIDATES_SQL), *b = dump(argv[4], CANDIDATES_SQL);
+    int same = a[0] && same_text(b, a);
+    free(a), free(b);
+    return same ? 0 : 1;
+  }
   TMP = scratch_dir("cluster");
   DATA = getenv("AT_TEST_DATA");
   char *cache = at_path_join(TMP, "cache");
