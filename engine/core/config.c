@@ -194,6 +194,19 @@ static void put_entry(at_buf *b, int first, const char *key, const at_config *c,
   at_buf_puts(b, "]}");
 }
 
+/* The seed's shape of an entry: a top-level member named like the entry, a flat object of the
+ * kernel's parameters with the variant's name, so that json.load(f)["small"]["BLOCK_M"] works. */
+static void put_flat(at_buf *b, const char *key, const at_config *c) {
+  at_buf_printf(b, ",\n  \"%s\": {\"variant\": ", key);
+  at_buf_json_string(b, c->variant);
+  for (int i = 0; i < c->nparams; i++) {
+    at_buf_puts(b, ", ");
+    at_buf_json_string(b, c->names[i]);
+    at_buf_printf(b, ": %lld", (long long)c->values[i]);
+  }
+  at_buf_puts(b, "}");
+}
+
 char *at_config_set_to_json(const at_config_set *cs) {
   at_buf b = {0};
   at_buf_puts(&b, "{\n  \"format\": \"autotune-configs/1\",\n  \"op\": ");
@@ -232,6 +245,16 @@ char *at_config_set_to_json(const at_config_set *cs) {
       first = 0;
     }
     at_buf_puts(&b, "\n  }");
+  }
+  /* Then every entry again in the seed's shape, at the top level: a copy for readers that expect
+   * it; autotune reads "buckets" and "per_M", and checks that each copy agrees with them. */
+  for (int i = 0; i < AT_NBUCKETS; i++)
+    if (cs->bucket[i].valid) put_flat(&b, AT_BUCKET_NAMES[i], &cs->bucket[i]);
+  for (int i = 0; i < cs->nmleq; i++) {
+    if (!cs->mleq[i].valid) continue;
+    char key[32];
+    at_config_entry_name(cs, AT_NBUCKETS + i, key, sizeof key);
+    put_flat(&b, key, &cs->mleq[i]);
   }
   at_buf_puts(&b, "\n}\n");
   return at_buf_steal(&b);
@@ -309,6 +332,42 @@ static int read_per_m(const char *name, const at_json *per_m, at_config_set *out
   return AT_OK;
 }
 
+/* The top-level copies in the seed's shape (optional: files written before them lack them). One
+ * that is present must say what its entry in "buckets" or "per_M" says, so that a hand edit of a
+ * copy, which autotune would not read, fails loudly instead of being ignored. */
+static int check_flat(const char *name, const at_json *j, const at_config_set *cs) {
+  for (size_t i = 0; i < j->n; i++) {
+    const char *key = j->keys[i];
+    const at_config *c = NULL;
+    int is_entry = 0;
+    for (int b = 0; b < AT_NBUCKETS; b++)
+      if (strcmp(key, AT_BUCKET_NAMES[b]) == 0) is_entry = 1, c = &cs->bucket[b];
+    int64_t m;
+    if (!is_entry && at_mleq_parse(key, &m) == 0) {
+      is_entry = 1;
+      for (int k = 0; k < cs->nmleq; k++)
+        if (cs->mleq_m[k] == m) c = &cs->mleq[k];
+    }
+    if (!is_entry) continue; /* metadata, "buckets", "per_M", or a member autotune does not know */
+    const char *section = strncmp(key, "M_LEQ_", 6) == 0 ? "per_M" : "buckets";
+    if (!c || !c->valid)
+      return at_fail(AT_ERR_INPUT, "%s: top-level \"%s\" has no entry of that name in \"%s\"", name, key, section);
+    const at_json *f = j->items[i];
+    const char *variant = f->kind == AT_J_OBJECT ? at_json_str(f, "variant") : NULL;
+    int same = variant && strcmp(variant, c->variant) == 0 && f->n == (size_t)c->nparams + 1;
+    for (int k = 0; same && k < c->nparams; k++) {
+      const at_json *v = at_json_get(f, c->names[k]);
+      same = v && v->kind == AT_J_NUMBER && v->is_integer && v->integer == c->values[k];
+    }
+    if (!same)
+      return at_fail(AT_ERR_INPUT,
+                     "%s: top-level \"%s\" differs from its entry in \"%s\" (it is a copy in the seed's shape: "
+                     "edit both, or remove the copy)",
+                     name, key, section);
+  }
+  return AT_OK;
+}
+
 int at_config_set_from_json(const char *name, const at_json *j, at_config_set *out) {
   memset(out, 0, sizeof *out);
   if (!j || j->kind != AT_J_OBJECT) return at_fail(AT_ERR_INPUT, "%s: not a JSON object", name);
@@ -346,5 +405,6 @@ int at_config_set_from_json(const char *name, const at_json *j, at_config_set *o
       out->ntuned[b]++;
     }
   }
-  return read_per_m(name, at_json_get(j, "per_M"), out);
+  AT_TRY(read_per_m(name, at_json_get(j, "per_M"), out));
+  return check_flat(name, j, out);
 }

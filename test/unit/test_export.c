@@ -13,12 +13,15 @@
  *  - `autotune query` answers the right bucket for every M of the issue, from the DB, the (N, K)
  *    file, the default file or the built-in default, and survives a corrupt DB with a warning;
  *  - the committed configs/ answer the same questions;
+ *  - the seed's shape: every entry also a top-level member, flat (json.load(f)["small"]), in
+ *    exported and committed files, written back byte for byte; a copy that disagrees is refused;
  *  - the runtime library finds the same answers from several threads at once, and notices a DB
  *    rewritten under it;
  *  - hostile input: a DB whose schema was edited to hold NULLs (export fails cleanly, query and the
  *    runtime fall back with a warning, nothing crashes), a tag with "/.." that would have put files
  *    outside --out, a FIFO among the configs files (skipped at once, never waited on), shapes the
  *    op cannot run and a --device no source knows. */
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -371,6 +374,134 @@ static void committed_configs(void) {
     expect_bucket(MS[i], "7168", "2048", dir, NULL, COMMITTED[i], "default_file");
   }
   free(file), free(dir);
+}
+
+/* ---- the seed's shape ----------------------------------------------------------------------------- */
+
+/* A file's text read and written back by the exporter's own code: the same bytes (the committed
+ * configs were given their top-level copies by scripts/configs_seed_shape.py, which must write what
+ * export writes). */
+static void round_trip(const char *path) {
+  char *text = slurp(path);
+  at_json *j = NULL;
+  at_config_set cs;
+  CHECK(text != NULL);
+  if (!text) return;
+  CHECK_EQ_INT(at_json_parse(path, text, strlen(text), &j), AT_OK);
+  CHECK_EQ_INT(at_config_set_from_json(path, j, &cs), AT_OK);
+  char *again = at_config_set_to_json(&cs);
+  if (strcmp(again, text) != 0) fprintf(stderr, "%s: written back differently:\n%s\n", path, again);
+  CHECK(strcmp(again, text) == 0);
+  free(again);
+  at_json_free(j);
+  free(text);
+}
+
+/* The text with its first occurrence of `from` replaced by `to`, parsed and read: the status, and
+ * the message in *msg. */
+static int read_edited(const char *text, const char *from, const char *to, char *msg, size_t n) {
+  const char *at = strstr(text, from);
+  CHECK(at != NULL);
+  if (!at) return -1;
+  at_buf b = {0};
+  at_buf_append(&b, text, (size_t)(at - text));
+  at_buf_puts(&b, to);
+  at_buf_puts(&b, at + strlen(from));
+  at_json *j = NULL;
+  at_config_set cs;
+  CHECK_EQ_INT(at_json_parse("edited.json", b.data, b.len, &j), AT_OK);
+  int rc = at_config_set_from_json("edited.json", j, &cs);
+  snprintf(msg, n, "%s", rc ? at_errmsg() : "");
+  at_json_free(j);
+  at_buf_free(&b);
+  return rc;
+}
+
+/* json.load(f)["small"] works: every entry is also a top-level member, a flat object of its
+ * parameters with the variant's name, in exported and committed files alike; a copy that
+ * disagrees with its entry is refused naming it; a file without copies is read as before. */
+static void seed_shape(const char *dir) {
+  char *p = at_path_join(dir, "sm90-GEMM-SYN-N=1024-K=1024.json");
+  at_config_set cs = load_set(p);
+  at_json *j = NULL;
+  CHECK_EQ_INT(at_json_load(p, &j), AT_OK);
+  for (int b = 0; j && b < AT_NBUCKETS + cs.nmleq; b++) {
+    const at_config *c = at_config_entry(&cs, b);
+    char key[32];
+    at_config_entry_name(&cs, b, key, sizeof key);
+    const at_json *f = at_json_get(j, key);
+    CHECK(f && f->kind == AT_J_OBJECT && c && f->n == (size_t)c->nparams + 1);
+    if (!f || !c) continue;
+    CHECK(at_json_str(f, "variant") && strcmp(at_json_str(f, "variant"), c->variant) == 0);
+    for (int k = 0; k < c->nparams; k++) {
+      int64_t v = -1;
+      CHECK_EQ_INT(at_json_int(f, c->names[k], &v), 0);
+      CHECK_EQ_INT(v, c->values[k]);
+    }
+  }
+  at_json_free(j);
+  round_trip(p);
+
+  char *text = slurp(p), msg[1024];
+  CHECK(text != NULL);
+  if (text) {
+    /* "small" as a copy: the last "small" of the file; a changed value in it is refused. */
+    const char *copy = strstr(text, "\n  \"small\": {\"variant\"");
+    CHECK(copy != NULL);
+    if (copy) {
+      const char *bm = strstr(copy, "\"BLOCK_M\": 16");
+      CHECK(bm != NULL);
+      if (bm) {
+        at_buf b = {0}; /* the whole file with the copy's BLOCK_M edited */
+        at_buf_append(&b, text, (size_t)(bm - text));
+        at_buf_puts(&b, "\"BLOCK_M\": 32");
+        at_buf_puts(&b, bm + strlen("\"BLOCK_M\": 16"));
+        CHECK_EQ_INT(read_edited(b.data, "\"format\"", "\"format\"", msg, sizeof msg), AT_ERR_INPUT);
+        CHECK_CONTAINS(msg, "edited.json: top-level \"small\" differs from its entry in \"buckets\"");
+        at_buf_free(&b);
+      }
+    }
+    /* A copy of an entry the file does not have. */
+    CHECK_EQ_INT(read_edited(text, "\n  \"M_LEQ_16\": {\"variant\"", "\n  \"M_LEQ_17\": {\"variant\"", msg, sizeof msg),
+                 AT_ERR_INPUT);
+    CHECK_CONTAINS(msg, "top-level \"M_LEQ_17\" has no entry of that name in \"per_M\"");
+    /* Without its copies (a file of before them), the same set. */
+    const char *first = strstr(text, ",\n  \"small\": {\"variant\"");
+    CHECK(first != NULL);
+    if (first) {
+      at_buf b = {0};
+      at_buf_append(&b, text, (size_t)(first - text));
+      at_buf_puts(&b, "\n}\n");
+      at_json *old = NULL;
+      at_config_set old_cs;
+      CHECK_EQ_INT(at_json_parse("old.json", b.data, b.len, &old), AT_OK);
+      CHECK_EQ_INT(at_config_set_from_json("old.json", old, &old_cs), AT_OK);
+      CHECK(at_config_set_same(&old_cs, &cs));
+      at_json_free(old);
+      at_buf_free(&b);
+    }
+  }
+  free(text), free(p);
+
+  /* Every committed file: the copies present and agreeing, and exactly what export writes. */
+  char *committed = at_path_join(getenv("AT_TEST_SOURCE_ROOT"), "configs");
+  DIR *d = opendir(committed);
+  int files = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    size_t len = strlen(e->d_name);
+    if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
+    char *f = at_path_join(committed, e->d_name);
+    at_json *cj = NULL;
+    CHECK_EQ_INT(at_json_load(f, &cj), AT_OK);
+    CHECK(cj && at_json_get(cj, "small") && at_json_get(cj, "any"));
+    at_json_free(cj);
+    round_trip(f);
+    free(f);
+    files++;
+  }
+  if (d) closedir(d);
+  if (d) CHECK(files > 0);
+  free(committed);
 }
 
 /* ---- per-M entries ------------------------------------------------------------------------------ */
@@ -818,6 +949,7 @@ int main(int argc, char **argv) {
   current_versions();
   query_sources(db, dir);
   committed_configs();
+  seed_shape(dir);
   per_m_rules(dir);
   many_m();
   null_columns(db, dir);
