@@ -7,7 +7,6 @@
  *   - --providers cublaslt: one provider only, no ratio;
  *   - the compare worker killed in the middle: exit 1, the parent names the shape and the provider,
  *     and the shapes after it are compared by a new worker. */
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,22 +51,10 @@ static char *read_tmp(const char *name) {
 
 /* The pid of the live compare worker (its command line says "worker --gpu N --compare"), or 0. */
 static pid_t compare_worker(void) {
-  pid_t found = 0;
-  DIR *d = opendir("/proc");
-  for (struct dirent *e; d && (e = readdir(d)) && !found;) {
-    char path[300], buf[512] = {0};
-    snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-    FILE *f = fopen(path, "rb");
-    if (!f) continue;
-    size_t len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    for (size_t i = 0; i < len; i++)
-      if (!buf[i]) buf[i] = ' ';
-    if (strstr(buf, "autotune") && strstr(buf, "worker --gpu") && strstr(buf, "--compare"))
-      found = (pid_t)atoi(e->d_name);
-  }
-  if (d) closedir(d);
-  return found;
+  static const char *const NEEDLES[] = {"autotune", "worker --gpu", "--compare", NULL};
+  pid_t pid;
+  proc_find(NEEDLES, &pid);
+  return pid;
 }
 
 int main(int argc, char **argv) {

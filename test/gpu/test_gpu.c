@@ -13,7 +13,6 @@
  *   sm90_random  a random sample of sm90 candidates on random shapes (seed printed, AT_RANDOM_SEED)
  *   multi    with two GPUs or more (skipped otherwise): the edge space tuned on every GPU at once
  *            completes with every result checked, and the same winners' counts as on one GPU */
-#include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,21 +42,8 @@ static int tune(const char *space, const char *db, double timeout) {
 
 /* Worker processes still alive anywhere (their command line says "worker --gpu"). */
 static int live_workers(void) {
-  int n = 0;
-  DIR *d = opendir("/proc");
-  for (struct dirent *e; d && (e = readdir(d));) {
-    char path[300], buf[512] = {0};
-    snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-    FILE *f = fopen(path, "rb");
-    if (!f) continue;
-    size_t len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    for (size_t i = 0; i < len; i++)
-      if (!buf[i]) buf[i] = ' ';
-    if (strstr(buf, "worker --gpu") && strstr(buf, "autotune")) n++;
-  }
-  if (d) closedir(d);
-  return n;
+  static const char *const NEEDLES[] = {"worker --gpu", "autotune", NULL};
+  return proc_find(NEEDLES, NULL);
 }
 
 static void edge(void) {

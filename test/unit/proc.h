@@ -3,6 +3,7 @@
 #ifndef AT_TEST_PROC_H
 #define AT_TEST_PROC_H
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -85,6 +86,31 @@ static inline char *scratch_dir(const char *name) {
   snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", p, p);
   if (system(cmd) != 0) fprintf(stderr, "cannot make %s\n", p);
   return p;
+}
+
+/* Processes alive now whose command line contains every one of the NULL-terminated needles: how
+ * many, and the pid of the first in *first (0 when none; first may be NULL). */
+static inline int proc_find(const char *const needles[], pid_t *first) {
+  int n = 0;
+  if (first) *first = 0;
+  DIR *d = opendir("/proc");
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char path[300], buf[512] = {0};
+    snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+    FILE *f = fopen(path, "rb");
+    if (!f) continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < len; i++)
+      if (!buf[i]) buf[i] = ' ';
+    int all = len > 0;
+    for (const char *const *k = needles; *k && all; k++) all = strstr(buf, *k) != NULL;
+    if (!all) continue;
+    if (first && !*first) *first = (pid_t)atoi(e->d_name);
+    n++;
+  }
+  if (d) closedir(d);
+  return n;
 }
 
 /* Exits 77 (meson's "skipped") unless `exe devices` sees a GPU; its output goes to dir. */
