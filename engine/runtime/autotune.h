@@ -36,8 +36,8 @@ extern "C" {
 typedef struct at_runtime at_runtime;
 
 typedef struct at_runtime_options {
-  const char *db_path;       /* a tuned DB, or NULL */
-  const char *configs_dir;   /* exported JSON files, or NULL */
+  const char *db_path;       /* a tuned DB; NULL: $AUTOTUNE_DB when set, else none */
+  const char *configs_dir;   /* exported JSON files; NULL: $AUTOTUNE_CONFIGS when set, else none */
   const char *tag;           /* only configs of this tag (e.g. "A8W8_BLOCKSCALE"), or NULL for any */
   const char *templates_dir; /* NULL: $AUTOTUNE_TEMPLATES, else the directory built in */
   const char *cache_dir;     /* NULL: the tuner's ($AUTOTUNE_CACHE, else ~/.cache/autotune) */

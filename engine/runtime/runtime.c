@@ -344,6 +344,14 @@ static void *watch(void *p) {
 
 static char *dup_or_null(const char *s) { return s ? at_xstrdup(s) : NULL; }
 
+/* An option left NULL takes the environment variable's value when it is set and non-empty: the
+ * DB and configs of a process can be chosen without changing its code. */
+static char *option_or_env(const char *given, const char *var) {
+  if (given) return at_xstrdup(given);
+  const char *v = getenv(var);
+  return v && *v ? at_xstrdup(v) : NULL;
+}
+
 int at_runtime_open(const at_runtime_options *o, at_runtime **out) {
   static _Atomic uint64_t next_serial = 1;
   *out = NULL;
@@ -351,8 +359,8 @@ int at_runtime_open(const at_runtime_options *o, at_runtime **out) {
   if (!o) o = &none;
   at_runtime *rt = at_xcalloc(1, sizeof *rt);
   rt->serial = atomic_fetch_add(&next_serial, 1);
-  rt->db_path = dup_or_null(o->db_path);
-  rt->configs_dir = dup_or_null(o->configs_dir);
+  rt->db_path = option_or_env(o->db_path, "AUTOTUNE_DB");
+  rt->configs_dir = option_or_env(o->configs_dir, "AUTOTUNE_CONFIGS");
   rt->tag = dup_or_null(o->tag);
   rt->templates_dir = at_xstrdup(o->templates_dir ? o->templates_dir : at_templates_dir());
   rt->cache_dir = o->cache_dir ? at_xstrdup(o->cache_dir) : at_cache_dir();

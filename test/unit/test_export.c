@@ -939,6 +939,33 @@ static void query_arguments(const char *dir) {
   free(out);
 }
 
+/* Options left NULL take $AUTOTUNE_DB and $AUTOTUNE_CONFIGS: a process is pointed at its configs
+ * without a code change; an option given wins over the environment, and an empty value is none. */
+static void runtime_environment(const char *db, const char *dir) {
+  at_runtime *rt;
+  at_selection sel;
+  setenv("AUTOTUNE_CONFIGS", dir, 1);
+  CHECK_EQ_INT(at_runtime_open(NULL, &rt), AT_STATUS_OK);
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 64, 1024, 1024, "sm90", &sel), AT_STATUS_OK);
+  CHECK(strcmp(sel.source, "nk_file") == 0);
+  at_runtime_close(rt);
+  setenv("AUTOTUNE_DB", db, 1);
+  CHECK_EQ_INT(at_runtime_open(NULL, &rt), AT_STATUS_OK);
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 64, 1024, 1024, "sm90", &sel), AT_STATUS_OK);
+  CHECK(strcmp(sel.source, "db") == 0);
+  at_runtime_close(rt);
+  char *empty = at_path_join(TMP, "no-configs-here");
+  at_runtime_options o = {.configs_dir = empty};
+  setenv("AUTOTUNE_DB", "", 1);
+  CHECK_EQ_INT(at_runtime_open(&o, &rt), AT_STATUS_OK);
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 64, 1024, 1024, "sm90", &sel), AT_STATUS_OK);
+  CHECK(strcmp(sel.source, "builtin") == 0);
+  at_runtime_close(rt);
+  unsetenv("AUTOTUNE_DB");
+  unsetenv("AUTOTUNE_CONFIGS");
+  free(empty);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   EXE = argv[1];
@@ -957,6 +984,7 @@ int main(int argc, char **argv) {
   fifo_configs(dir);
   query_arguments(dir);
   runtime_lookups(db, dir);
+  runtime_environment(db, dir);
   free(db), free(dir);
   return check_summary();
 }
