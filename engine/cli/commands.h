@@ -12,5 +12,6 @@ int cmd_worker(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+int cmd_list(int argc, char **argv);
 
 #endif

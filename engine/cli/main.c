@@ -16,6 +16,7 @@ typedef struct command {
 
 static const command COMMANDS[] = {
     {"tune", cmd_tune, "tune a search space: compile, check and time every candidate (the default)"},
+    {"list", cmd_list, "list a space's surviving candidates, pruning counts and shapes, compiling nothing"},
     {"devices", cmd_devices, "list the GPUs autotune can see"},
     {"export", cmd_export, "write the tuned configs as JSON files, bucketed by M"},
     {"query", cmd_query, "show the config chosen for a problem, and where it came from"},
