@@ -2,6 +2,7 @@
 #include "check.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static CUmodule g_mod;
@@ -66,4 +67,9 @@ int at_check_bf16(const at_gpu *g, CUdeviceptr out, CUdeviceptr ref, CUdeviceptr
   r->max_err = from_bits(host[2]);
   r->worst_ratio = from_bits(host[2] >> 32);
   return AT_OK;
+}
+
+void at_check_describe(const at_check_result *r, size_t n, char *out, size_t len) {
+  snprintf(out, len, "%lld of %zu elements out of tolerance, first at index %lld, max |error| %g, worst error/bound %.3g",
+           (long long)r->bad, n, (long long)r->first_bad, r->max_err, r->worst_ratio);
 }

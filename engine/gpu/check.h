@@ -27,6 +27,10 @@ typedef struct at_check_result {
 int at_check_bf16(const at_gpu *g, CUdeviceptr out, CUdeviceptr ref, CUdeviceptr absref, size_t n,
                   const at_check_bound *bound, at_check_result *r);
 
+/* "B of N elements out of tolerance, first at index I, max |error| E, worst error/bound R": what a
+ * failed check says, the same wherever a check fails. */
+void at_check_describe(const at_check_result *r, size_t n, char *out, size_t len);
+
 /* Fills n bf16 values with NaN, so that an element the kernel never writes fails the check. */
 int at_poison_bf16(const at_gpu *g, CUdeviceptr out, size_t n);
 

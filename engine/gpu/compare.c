@@ -180,10 +180,9 @@ static void check_provider(cmp_worker *w, int p, const at_check_bound *bound, at
     r->bad_count = chk.bad;
     r->first_bad = chk.first_bad;
     if (chk.bad) {
-      char detail[400];
-      snprintf(detail, sizeof detail,
-               "%s: %lld of %zu elements out of tolerance, first at index %lld, max |error| %g, worst error/bound %.3g",
-               run, (long long)chk.bad, count, (long long)chk.first_bad, chk.max_err, chk.worst_ratio);
+      char what[300], detail[400];
+      at_check_describe(&chk, count, what, sizeof what);
+      snprintf(detail, sizeof detail, "%s: %s", run, what);
       set_result(r, "wrong", "%s", detail);
       return;
     }

@@ -127,9 +127,7 @@ static int run_and_check(at_eval_ctx *c, const at_eval_req *req, const loaded *l
   rep->first_bad = chk.first_bad;
   if (chk.bad) {
     char detail[300];
-    snprintf(detail, sizeof detail,
-             "%lld of %zu elements out of tolerance, first at index %lld, max |error| %g, worst error/bound %.3g",
-             (long long)chk.bad, count, (long long)chk.first_bad, chk.max_err, chk.worst_ratio);
+    at_check_describe(&chk, count, detail, sizeof detail);
     set_status(rep, "wrong", 0, "%s", detail);
     return 0;
   }

@@ -22,12 +22,6 @@
 static const char *EXE;
 static char *TMP;
 
-static int count(const char *hay, const char *needle) {
-  int n = 0;
-  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
-  return n;
-}
-
 /* Runs autotune with argv (NULL-terminated, without the binary), output to TMP/name; prints it. */
 static int run(const char *name, double timeout, char *const *args) {
   char *argv[40] = {(char *)EXE};
@@ -71,9 +65,9 @@ int main(int argc, char **argv) {
    * keep their worst error / bound (at most 1, since they passed). */
   char *tune[] = {"--db", db, space, NULL};
   CHECK_EQ_INT(run("tune.txt", 900, tune), 0);
-  CHECK(dbq(db, "SELECT count(*) FROM results WHERE status='ok'") > 0);
-  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status='ok' AND (check_ratio IS NULL OR check_ratio > 1)"), 0);
-  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM baselines WHERE name='cublaslt_blockscale_fp8' AND check_ratio <= 1"), 3);
+  CHECK(dbq(db, "SELECT count_of(*) FROM results WHERE status='ok'") > 0);
+  CHECK_EQ_INT(dbq(db, "SELECT count_of(*) FROM results WHERE status='ok' AND (check_ratio IS NULL OR check_ratio > 1)"), 0);
+  CHECK_EQ_INT(dbq(db, "SELECT count_of(*) FROM baselines WHERE name='cublaslt_blockscale_fp8' AND check_ratio <= 1"), 3);
   char *tuned = read_tmp("tune.txt");
   CHECK_CONTAINS(tuned, "vendor chk");
   free(tuned);
@@ -85,10 +79,10 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(out, "geomean time autotune / cublaslt: all shapes");
   CHECK_CONTAINS(out, "(3 shapes)");
   CHECK_CONTAINS(j, "\"providers\": [\"autotune\", \"cublaslt\"]");
-  CHECK_EQ_INT(count(j, "\"status\": \"ok\", \"time_us\": "), 6);
-  CHECK_EQ_INT(count(j, "\"source\": \"db\""), 3);
+  CHECK_EQ_INT(count_of(j, "\"status\": \"ok\", \"time_us\": "), 6);
+  CHECK_EQ_INT(count_of(j, "\"source\": \"db\""), 3);
   /* Every shape has its ratio; the only null is the M >= 2048 geomean, a group with no shape. */
-  CHECK_EQ_INT(count(j, "\"ratio\": null"), 1);
+  CHECK_EQ_INT(count_of(j, "\"ratio\": null"), 1);
   CHECK_CONTAINS(j, "\"m_ge_2048\": {\"ratio\": null, \"shapes\": 0}");
   CHECK_CONTAINS(j, "\"all\": {\"ratio\": ");
   CHECK_CONTAINS(j, "\"missing\": []");
@@ -102,17 +96,17 @@ int main(int argc, char **argv) {
   char *cmp2[] = {"compare", space, "--shapes", csv, "--db", db, "--configs", configs, "--json", json, NULL};
   CHECK_EQ_INT(run("shapes.txt", 900, cmp2), 0);
   j = slurp(json);
-  CHECK_EQ_INT(count(j, "\"status\": \"ok\", \"time_us\": "), 4);
-  CHECK_EQ_INT(count(j, "\"source\": \"db\""), 1);
-  CHECK_EQ_INT(count(j, "\"source\": \"builtin\""), 1);
+  CHECK_EQ_INT(count_of(j, "\"status\": \"ok\", \"time_us\": "), 4);
+  CHECK_EQ_INT(count_of(j, "\"source\": \"db\""), 1);
+  CHECK_EQ_INT(count_of(j, "\"source\": \"builtin\""), 1);
   free(j);
 
   /* One provider. */
   char *cmp3[] = {"compare", space, "--providers", "cublaslt", "--db", db, "--json", json, NULL};
   CHECK_EQ_INT(run("vendor.txt", 900, cmp3), 0);
   j = slurp(json);
-  CHECK_EQ_INT(count(j, "\"autotune\": {"), 0);
-  CHECK_EQ_INT(count(j, "\"status\": \"ok\", \"time_us\": "), 3);
+  CHECK_EQ_INT(count_of(j, "\"autotune\": {"), 0);
+  CHECK_EQ_INT(count_of(j, "\"status\": \"ok\", \"time_us\": "), 3);
   free(j);
 
   /* The worker killed once the first shape is printed: the parent says where, carries on with a new
@@ -143,8 +137,8 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(o, "    512    2048    1024"); /* the last shape ran, on a new worker */
   free(o);
   j = slurp(json);
-  CHECK(count(j, "\"status\": \"ok\", \"time_us\": ") >= 6); /* at most one shape lost, both providers */
-  CHECK(count(j, "\"provider\": \"") >= 1); /* in the missing list */
+  CHECK(count_of(j, "\"status\": \"ok\", \"time_us\": ") >= 6); /* at most one shape lost, both providers */
+  CHECK(count_of(j, "\"provider\": \"") >= 1); /* in the missing list */
   free(j);
   usleep(300000);
   CHECK_EQ_INT(compare_worker(), 0); /* none left behind */

@@ -77,6 +77,31 @@ static inline char *slurp(const char *path) {
   return s;
 }
 
+/* Runs exe with the arguments up to a NULL, stdout and stderr to dir/out.txt; the exit status. */
+static inline int proc_run_in(const char *exe, const char *dir, double timeout_s, ...) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/out.txt", dir);
+  va_list ap;
+  va_start(ap, timeout_s);
+  int rc = proc_run_va(exe, out, timeout_s, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* What the last proc_run_in in dir printed; malloc'd. */
+static inline char *proc_output(const char *dir) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/out.txt", dir);
+  return slurp(path);
+}
+
+/* How many times needle occurs in hay, without overlaps. */
+static inline int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
 /* A fresh scratch directory under $AT_TEST_TMP (or /tmp) for one test. malloc'd. */
 static inline char *scratch_dir(const char *name) {
   const char *base = getenv("AT_TEST_TMP");

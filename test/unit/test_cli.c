@@ -46,24 +46,7 @@ static double now(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* Runs autotune with the arguments up to a NULL, output to TMP/out.txt; returns the exit status. */
-static int run(double timeout, ...) {
-  char *out = at_path_join(TMP, "out.txt");
-  va_list ap;
-  va_start(ap, timeout);
-  int rc = proc_run_va(EXE, out, timeout, ap);
-  va_end(ap);
-  free(out);
-  return rc;
-}
-#define RUN(...) run(600, __VA_ARGS__, (const char *)NULL)
-
-static char *output(void) {
-  char *p = at_path_join(TMP, "out.txt");
-  char *s = slurp(p);
-  free(p);
-  return s;
-}
+#define RUN(...) proc_run_in(EXE, TMP, 600, __VA_ARGS__, (const char *)NULL)
 
 static int exists(const char *path) {
   struct stat st;
@@ -73,23 +56,23 @@ static int exists(const char *path) {
 static void usage_and_input_errors(void) {
   char *db = at_path_join(TMP, "never.db");
   char *bad = at_path_join(DATA, "bad");
-  CHECK_EQ_INT(run(60, (const char *)NULL), 2);
+  CHECK_EQ_INT(proc_run_in(EXE, TMP, 60, (const char *)NULL), 2);
   CHECK_EQ_INT(RUN("--help"), 0);
-  char *o = output();
+  char *o = proc_output(TMP);
   CHECK_CONTAINS(o, "devices");
   CHECK_CONTAINS(o, "tune");
   free(o);
   CHECK_EQ_INT(RUN("tune", "--help"), 0);
   CHECK_EQ_INT(RUN("--bogus", "x.yaml"), 2);
-  o = output();
+  o = proc_output(TMP);
   CHECK_CONTAINS(o, "--bogus");
   free(o);
   CHECK_EQ_INT(RUN("--jobs", "zero", "x.yaml"), 2);
-  o = output();
+  o = proc_output(TMP);
   CHECK_CONTAINS(o, "--jobs");
   free(o);
   CHECK_EQ_INT(RUN("--arch", "sm_12x", "--compile-only", "x.yaml"), 2);
-  o = output();
+  o = proc_output(TMP);
   CHECK_CONTAINS(o, "--arch");
   free(o);
   CHECK_EQ_INT(RUN("--db", db, "--compile-only", "/nonexistent/space.yaml"), 2);
@@ -99,7 +82,7 @@ static void usage_and_input_errors(void) {
   const char *text = "op: gemm_a8w8_blockscale\ntag: T\nvariants: []\nshapes: []\nbogus: 1\n";
   at_write_file_atomic(space, text, strlen(text));
   CHECK_EQ_INT(RUN("--db", db, "--compile-only", "--arch", "sm_90a", space), 2);
-  o = output();
+  o = proc_output(TMP);
   CHECK_CONTAINS(o, "broken.yaml:5:1: unknown key 'bogus'");
   free(o);
   CHECK(!exists(db));
@@ -122,7 +105,7 @@ static void bad_corpus(void) {
     sscanf(text, "# expect: %d:%d:", &line, &col);
     free(text);
     int rc = RUN("--compile-only", "--arch", "sm_90a", "--db", db, path);
-    char *o = output(), want[4200];
+    char *o = proc_output(TMP), want[4200];
     snprintf(want, sizeof want, "%s:%d:%d: ", path, line, col);
     if (rc != 2 || !strstr(o, want)) fprintf(stderr, "  %s: exit %d, output: %s", e->d_name, rc, o);
     CHECK_EQ_INT(rc, 2);
@@ -220,8 +203,8 @@ static void killed_and_resumed(void) {
 static void fifo_space(void) {
   char *fifo = at_path_join(TMP, "fifo.yaml"), *db = at_path_join(TMP, "fifo.db");
   CHECK_EQ_INT(mkfifo(fifo, 0644), 0);
-  CHECK_EQ_INT(run(30, "--compile-only", "--arch", "sm_90a", "--db", db, fifo, (const char *)NULL), 2);
-  char *o = output();
+  CHECK_EQ_INT(proc_run_in(EXE, TMP, 30, "--compile-only", "--arch", "sm_90a", "--db", db, fifo, (const char *)NULL), 2);
+  char *o = proc_output(TMP);
   CHECK_CONTAINS(o, fifo);
   CHECK_CONTAINS(o, "a FIFO, not a regular file");
   free(o);
@@ -242,7 +225,7 @@ static char *contents(const char *path) {
 static void expect_summary_refused(const char *db, const char *summary, const char *space, const char *what) {
   char *before = contents(db);
   CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--summary-json", summary, space), 2);
-  char *o = output();
+  char *o = proc_output(TMP);
   CHECK_CONTAINS(o, what);
   CHECK_CONTAINS(o, "the summary would overwrite it");
   free(o);
@@ -281,13 +264,13 @@ static void summary_over_inputs(void) {
 static void max_candidates(void) {
   char *db = at_path_join(TMP, "cap.db"), *space = at_path_join(DATA, "spaces/tiny.yaml");
   CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--max-candidates", "10", space), 2);
-  char *o = output();
+  char *o = proc_output(TMP);
   CHECK_CONTAINS(o, "tiny.yaml:5:5: variant 'mma': more than 10 candidates survive pruning");
   free(o);
   CHECK(!exists(db));
   CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--max-candidates", "0", space), 2);
   CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--max-candidates", "ten", space), 2);
-  o = output();
+  o = proc_output(TMP);
   CHECK_CONTAINS(o, "--max-candidates");
   free(o);
   CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--max-candidates", "18", space), 0);
@@ -402,7 +385,7 @@ static void null_db(void) {
   CHECK_EQ_INT(at_store_exec(s, "UPDATE candidates SET status=NULL"), AT_OK);
   at_store_close(s);
   CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, space), 1);
-  char *o = output();
+  char *o = proc_output(TMP);
   CHECK_CONTAINS(o, "corrupt DB: candidates.status is NULL");
   free(o);
   free(db), free(space);
@@ -410,14 +393,14 @@ static void null_db(void) {
 
 static void without_gpu(void) {
   CHECK_EQ_INT(RUN("devices"), 0);
-  char *o = output();
+  char *o = proc_output(TMP);
   int no_gpu = strncmp(o, "no GPU", 6) == 0;
   if (!no_gpu) CHECK_CONTAINS(o, "GPU 0: ");
   free(o);
   if (!no_gpu) return; /* the GPU suite covers the rest there */
   char *db = at_path_join(TMP, "ng.db"), *space = at_path_join(DATA, "spaces/tiny.yaml");
   CHECK_EQ_INT(RUN("--db", db, space), 0);
-  o = output();
+  o = proc_output(TMP);
   CHECK_CONTAINS(o, "timing needs a GPU");
   free(o);
   CHECK_EQ_INT(RUN("--gpus", "0", "--db", db, space), 2);

@@ -28,23 +28,7 @@
 static const char *EXE;
 static char *TMP, *DATA;
 
-static int run(double timeout, ...) {
-  char *out = at_path_join(TMP, "out.txt");
-  va_list ap;
-  va_start(ap, timeout);
-  int rc = proc_run_va(EXE, out, timeout, ap);
-  va_end(ap);
-  free(out);
-  return rc;
-}
-#define RUN(...) run(600, __VA_ARGS__, (const char *)NULL)
-
-static char *output(void) {
-  char *p = at_path_join(TMP, "out.txt");
-  char *s = slurp(p);
-  free(p);
-  return s;
-}
+#define RUN(...) proc_run_in(EXE, TMP, 600, __VA_ARGS__, (const char *)NULL)
 
 static char *tmp(const char *name) { return at_path_join(TMP, name); }
 
@@ -199,7 +183,7 @@ static void bad_shards(void) {
   const char *bad[] = {"3/2", "0/0", "x", "1/0", "0/3", "1/", "/2", "-1/2", "1/2/3", "2.5/4", ""};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--shard", bad[i], space), 2);
-    char *o = output();
+    char *o = proc_output(TMP);
     CHECK_CONTAINS(o, "--shard");
     free(o);
   }
@@ -223,7 +207,7 @@ static void shard_then_merge(int nshards) {
     snprintf(spec, sizeof spec, "%d/%d", i, nshards);
     dbs[i - 1] = tmp(name);
     CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", dbs[i - 1], "--shard", spec, space), 0);
-    char *o = output();
+    char *o = proc_output(TMP);
     CHECK_CONTAINS(o, "shard ");
     free(o);
     char *n = dump(dbs[i - 1], "SELECT count(*) FROM candidates");
@@ -246,7 +230,7 @@ static void shard_then_merge(int nshards) {
   /* A shard compiles only the candidates it times: with whole candidates, each is in one shard. */
   if (nshards == 3) CHECK_EQ_INT(sum, atoll(nfull));
   CHECK(sum >= atoll(nfull));
-  char *o = output();
+  char *o = proc_output(TMP);
   CHECK_CONTAINS(o, nshards == 3 ? "shard 3/3: finished" : "shard 8/8: finished");
   free(o);
   free(a), free(b), free(nfull), free(out), free(merged);
@@ -344,7 +328,7 @@ static void merge_rules(void) {
   char *a = tmp("a.db"), *b = tmp("b.db"), *ab = tmp("ab.db"), *ba = tmp("ba.db");
   make_ab(a, b);
   CHECK_EQ_INT(RUN("merge", "--db", ab, a, b), 0);
-  char *o = output();
+  char *o = proc_output(TMP);
   CHECK_CONTAINS(o, "1 (candidate, shape) measured in more than one run, 1 of them with different outcomes");
   free(o);
   CHECK_EQ_INT(RUN("merge", "--db", ba, b, a), 0);
@@ -388,14 +372,14 @@ static void merge_refusals(void) {
   make_db(other, "NVIDIA A100-SXM4-80GB", "12.8", NULL, r, 1, wn, 1, 0);
   make_db(chain, H100, "12.4", NULL, r, 1, wn, 1, 0);
   CHECK_EQ_INT(RUN("merge", "--db", out, a, other), 2);
-  char *o = output();
+  char *o = proc_output(TMP);
   CHECK_CONTAINS(o, other);
   CHECK_CONTAINS(o, "device NVIDIA A100-SXM4-80GB (sm_90a)");
   CHECK_CONTAINS(o, "--force");
   free(o);
   CHECK(!at_file_exists(out)); /* refused before anything is written */
   CHECK_EQ_INT(RUN("merge", "--db", out, a, chain), 2);
-  o = output();
+  o = proc_output(TMP);
   CHECK_CONTAINS(o, chain);
   CHECK_CONTAINS(o, "toolchain");
   free(o);
@@ -405,7 +389,7 @@ static void merge_refusals(void) {
   CHECK_EQ_INT(at_store_exec(s, "PRAGMA user_version=2"), AT_OK);
   at_store_close(s);
   CHECK_EQ_INT(RUN("merge", "--db", out, old), 2);
-  o = output();
+  o = proc_output(TMP);
   CHECK_CONTAINS(o, old);
   CHECK_CONTAINS(o, "schema version 2");
   free(o);
@@ -457,7 +441,7 @@ static void merge_fails_whole(void) {
   CHECK_EQ_INT(RUN("merge", "--db", out, a), 0);
   char *before = content(out);
   CHECK_EQ_INT(RUN("merge", "--db", out, b, bad), 1);
-  char *o = output();
+  char *o = proc_output(TMP);
   CHECK_CONTAINS(o, "NOT NULL");
   free(o);
   char *after = content(out);

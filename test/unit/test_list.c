@@ -13,12 +13,6 @@
 static const char *EXE;
 static char *TMP;
 
-static int count(const char *hay, const char *needle) {
-  int n = 0;
-  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
-  return n;
-}
-
 static int run(const char *out_name, char **text, ...) {
   char *out = at_path_join(TMP, out_name);
   va_list ap;
@@ -56,12 +50,12 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(text, "candidates 24, pruned 6, surviving 18");
   CHECK_CONTAINS(text, "pruned by mma/split_small: 6");
   CHECK_CONTAINS(text, "0: M=16 N=1024 K=512");
-  CHECK_EQ_INT(count(text, " gemm_a8w8_blockscale_mma<"), 18);
+  CHECK_EQ_INT(count_of(text, " gemm_a8w8_blockscale_mma<"), 18);
   free(text);
   text = slurp(json);
   CHECK_CONTAINS(text, "\"surviving\": 18");
-  CHECK_EQ_INT(count(text, "\"kernel\": "), 18);
-  CHECK_EQ_INT(count(text, "\"shapes\": [0,1]"), 18);
+  CHECK_EQ_INT(count_of(text, "\"kernel\": "), 18);
+  CHECK_EQ_INT(count_of(text, "\"shapes\": [0,1]"), 18);
   CHECK_CONTAINS(text, "{\"variant\": \"mma\", \"rule\": \"split_small\", \"per_shape\": false, \"count\": 6}");
   free(text);
   CHECK_EQ_INT(entries(cache), 0);
