@@ -12,6 +12,8 @@
 #            which must fail there (the split-K workspace bug it was written for)
 #   sass     the SASS of an sm90 candidate: the hot loop must issue QGMMA (warpgroup FP8 MMA)
 #   tune_llama  the Llama-3-8B projection space into /tmp/tuned.db (same limit as tune)
+#   probe    scripts/probe_sm90.yaml into a fresh /tmp/probe.db: a few sm90 configs per shape, each
+#            with its time and cuBLASLt's from the same run (the kernel experiments of docs/perf.md)
 set -u
 B=/tmp/b
 OUT=${OUT:-/tmp/out}
@@ -78,6 +80,23 @@ for step in "$@"; do
     cuobjdump -sass /tmp/k.cubin >"$OUT/sm90.sass" 2>&1
     echo "sass: $(grep -c QGMMA "$OUT/sm90.sass") QGMMA, $(grep -c UTMALDG "$OUT/sm90.sass") UTMALDG, $(grep -c 'LDL\|STL' "$OUT/sm90.sass") local-memory ops in $(grep -m1 Function "$OUT/sm90.sass")" |
       tee -a "$OUT/session.log" ;;
+  probe)
+    rm -f /tmp/probe.db
+    $B/autotune --db /tmp/probe.db scripts/probe_sm90.yaml >"$OUT/probe.log" 2>&1
+    echo "probe exit $?" | tee -a "$OUT/session.log"
+    grep -vE "^(compile|tune): " "$OUT/probe.log" | tail -n 30 >>"$OUT/session.log"
+    sqlite3 -header -column /tmp/probe.db "SELECT p.m, p.n, p.k, c.name_expr AS kernel, r.status,
+        round(coalesce(r.retime_us, r.time_us), 2) AS us, round(r.tflops) AS tflops,
+        (SELECT round(b.time_us, 2) FROM baselines b WHERE b.problem_id = p.id) AS vendor_us
+      FROM results r JOIN problems p ON p.id = r.problem_id JOIN candidates c ON c.id = r.candidate_id
+      ORDER BY p.n, p.k, p.m, coalesce(r.retime_us, r.time_us)" >"$OUT/probe.txt" 2>&1 ||
+      python3 -c "
+import sqlite3; d = sqlite3.connect('/tmp/probe.db')
+for r in d.execute('''SELECT p.m, p.n, p.k, c.name_expr, r.status, round(coalesce(r.retime_us, r.time_us), 2),
+    round(r.tflops), (SELECT round(b.time_us, 2) FROM baselines b WHERE b.problem_id = p.id)
+    FROM results r JOIN problems p ON p.id = r.problem_id JOIN candidates c ON c.id = r.candidate_id
+    ORDER BY p.n, p.k, p.m, coalesce(r.retime_us, r.time_us)'''): print(*r, sep=' | ')" >"$OUT/probe.txt" 2>&1
+    cp /tmp/probe.db "$OUT/probe.db" ;;
   tune_llama)
     timeout "${TUNE_LIMIT:-540}" $B/autotune --db /tmp/tuned.db search_spaces/llama3_8b.yaml >"$OUT/tune-llama.log" 2>&1
     echo "tune_llama exit $?" | tee -a "$OUT/session.log"

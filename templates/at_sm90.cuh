@@ -1,5 +1,6 @@
 // at_sm90.cuh: the Hopper (sm_90a) PTX the sm90 templates use, one small inline function each:
-// mbarriers, TMA loads, wgmma control and descriptors, register reallocation, named barriers.
+// mbarriers, TMA loads (multicast too), clusters, wgmma control and descriptors, register
+// reallocation, named barriers.
 // No CUDA headers, so NVRTC parses little more than the template itself.
 #ifndef AT_SM90_CUH
 #define AT_SM90_CUH
@@ -62,6 +63,49 @@ __device__ __forceinline__ void at_tma_load_2d(at_u32 dst, const at_tmap *map, i
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
       "l"((at_u64)map), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+
+// The same box multicast into the shared memory of every CTA of the cluster named in `mask` (bit
+// i: the CTA of rank i), at the same offset `dst` and completing the barrier at offset `bar` in each.
+__device__ __forceinline__ void at_tma_load_2d_mc(at_u32 dst, const at_tmap *map, int c0, int c1, at_u32 bar,
+                                                  unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"((at_u64)map), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+      : "memory");
+}
+
+// ---- clusters ----------------------------------------------------------------------------------
+
+__device__ __forceinline__ at_u32 at_cluster_rank() {
+  at_u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+
+__device__ __forceinline__ at_u32 at_cluster_size() {
+  at_u32 r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+  return r;
+}
+
+// Every thread of every CTA of the cluster: once all have arrived, memory written before the
+// arrival (barriers initialised, remote arrivals made) is visible to all after the wait.
+__device__ __forceinline__ void at_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// An arrival on the barrier at offset `bar` in the shared memory of the cluster's CTA `cta`, by the
+// threads for which `pred` is non-zero (predicated, as at_mbar_arrive_if). Default (CTA-scope)
+// release: what the arrival publishes is that this CTA's wgmmas finished reading a stage, which
+// wgmma.wait_group already ordered; a cluster-scope release would cost a MEMBAR.GPU per k-block.
+__device__ __forceinline__ void at_mbar_arrive_cluster_if(at_u32 bar, at_u32 cta, at_u32 pred) {
+  asm volatile(
+      "{\n.reg .pred p;\n.reg .b32 ra;\nsetp.ne.u32 p, %2, 0;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "@p mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      "r"(cta), "r"(pred)
       : "memory");
 }
 

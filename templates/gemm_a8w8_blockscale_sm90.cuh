@@ -47,8 +47,25 @@
 // The kernel traps when launched with other threads or less dynamic shared memory than its launch
 // rule (engine/ops/gemm_a8w8_blockscale.c) promises: a host/template mismatch is a fault.
 //
-// Parameters: BLOCK_M (64 or 128), BLOCK_N (a multiple of 16, at most 256), STAGES (>= 2),
-// GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0, 1, 2: how math warpgroups take turns).
+// Clusters (CLUSTER_M x CLUSTER_N CTAs, each 1 or 2). The CTAs of a cluster take the tiles of one
+// cluster tile of (CLUSTER_M BLOCK_M) x (CLUSTER_N BLOCK_N): rank r is at (rm, rn) = (r % CLUSTER_M,
+// r / CLUSTER_M) in it. CTAs of one cluster row (same rm) share their A tile, of one cluster column
+// (same rn) their B tile: each loads 1 / CLUSTER_N of the shared A tile (1 / CLUSTER_M of B) and
+// multicasts it to the CTAs that share it, so L2 serves each shared byte once per cluster. Every
+// stage of every CTA is then written by several producers: a producer may overwrite stage s only
+// once the consumers of every CTA it writes to have released s. So each math warp arrives on the
+// empty barrier of every CTA of the cluster (empty counts 4 x MATH_WG x CLUSTER arrivals), and each
+// producer waits only on its own. A full barrier still expects the whole A + B stage in bytes; bytes
+// from a peer may land before the local arrive.expect_tx, which the phase tolerates (it cannot
+// complete while the local arrival is pending). The walk is per cluster (cluster c takes units c,
+// c + clusters, ...), so the CTAs of a cluster see the same k-blocks in the same order. A CTA whose
+// tile lies past M or N still loads its share (coordinates clamped into the matrix) and computes
+// rows that the store drops. The cluster is synchronised after the barriers are initialised (no
+// remote arrival or multicast before) and before exit (none into a CTA that has exited).
+//
+// Parameters: BLOCK_M (64, 128 or 256), BLOCK_N (a multiple of 16, at most 256), STAGES (>= 2),
+// GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0, 1, 2: how math warpgroups take
+// turns), CLUSTER_M and CLUSTER_N (1 or 2).
 #include "at_sm90.cuh"
 #include "at_wgmma_e4m3.cuh"
 #include "gemm_a8w8_blockscale_args.h"
@@ -102,7 +119,8 @@ __device__ __forceinline__ unit_pos locate(int u, int tiles_m, int tiles_n, int 
 
 }  // namespace at_sm90
 
-template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PINGPONG>
+template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PINGPONG, int CLUSTER_M = 1,
+          int CLUSTER_N = 1>
 __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
     gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
                               const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_b) {
@@ -110,6 +128,10 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
   constexpr int MATH_WG = L::math_wg, WAVES = L::waves;
   constexpr int NACC = BLOCK_N / 2;  // fp32 accumulators per thread for a 64 x BLOCK_N slice
   constexpr bool PINGPONG_ON = PINGPONG >= 1 && MATH_WG == 2;
+  constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
+  constexpr int CM_ROWS = BLOCK_M * CLUSTER_M, CN_COLS = BLOCK_N * CLUSTER_N;  // a cluster tile
+  // Every tile lies inside one 128-column weight-scale block (tiles start at multiples of BLOCK_N).
+  constexpr bool ONE_SCALE_BLOCK = 128 % BLOCK_N == 0;
   // Named barriers: 0 is __syncthreads, 1 + w a math warpgroup's own (epilogue), and the turns.
   constexpr int BAR_TURN_0 = 3, BAR_TURN_1 = 4;  // "warpgroup 0 (1) may issue"
   static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 256, "BLOCK_M must be 64, 128 or 256");
@@ -117,6 +139,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
   static_assert(STAGES >= 2, "STAGES must be at least 2");
   static_assert(GROUP_M >= 1 && SPLIT_K >= 1, "GROUP_M and SPLIT_K must be positive");
   static_assert(PINGPONG >= 0 && PINGPONG <= 2, "PINGPONG must be 0, 1 or 2");
+  static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && (CLUSTER_N == 1 || CLUSTER_N == 2), "CLUSTER_M, CLUSTER_N: 1 or 2");
   static_assert(MATH_WG == 1 || (WAVES + 1) * BLOCK_N <= 416,
                 "two math warpgroups hold at most 232 registers a thread: (WAVES + 1) x BLOCK_N / 2 <= 208");
 
@@ -129,37 +152,62 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
   if (tid == 0) {
     // Swizzled tiles need a 1024-byte aligned base, which the declaration asks for.
     if (blockDim.x != L::threads || at_dynamic_smem_size() < (at_u32)L::bytes || (base & 1023)) __trap();
+    if (at_cluster_size() != CLUSTER) __trap();
     for (int s = 0; s < STAGES; s++) {
       at_mbar_init(full0 + s * 8, 1);
-      at_mbar_init(empty0 + s * 8, 4 * MATH_WG);
+      at_mbar_init(empty0 + s * 8, 4 * MATH_WG * CLUSTER);
     }
     at_mbar_init_fence();
     at_tma_prefetch(&tmap_a);
     at_tma_prefetch(&tmap_b);
   }
-  __syncthreads();
+  if (CLUSTER > 1)
+    at_cluster_sync();
+  else
+    __syncthreads();
 
   const int M = args.m, N = args.n, KB = args.k / 128;
-  const int tiles_m = (M + BLOCK_M - 1) / BLOCK_M, tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
+  // Tiles of the cluster (one CTA's tile without clusters) are what the walk hands out.
+  const int tiles_m = (M + CM_ROWS - 1) / CM_ROWS, tiles_n = (N + CN_COLS - 1) / CN_COLS;
   const int tiles = tiles_m * tiles_n, units = tiles * SPLIT_K;
   const int wg = tid / 128;
+  const int rank = CLUSTER > 1 ? (int)at_cluster_rank() : 0;
+  const int rm = rank % CLUSTER_M, rn = rank / CLUSTER_M;
+  const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
 
   if (wg == 0) {
     // ---- producer ----
     if (MATH_WG == 2) at_setmaxnreg_dec<40>();
-    if (tid != 0) return;
-    int it = 0;
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
-      const at_sm90::unit_pos p = at_sm90::locate<BLOCK_M, BLOCK_N, GROUP_M, SPLIT_K>(u, tiles_m, tiles_n, KB);
-      for (int kb = p.kb0; kb < p.kb1; kb++, it++) {
-        const int s = it % STAGES;
-        const at_u32 phase = (at_u32)(it / STAGES) & 1u;
-        at_mbar_wait(empty0 + s * 8, phase ^ 1u);
-        at_mbar_arrive_expect_tx(full0 + s * 8, L::a_stage + L::b_stage);
-        at_tma_load_2d(base + L::a_off + s * L::a_stage, &tmap_a, kb * 128, p.m0, full0 + s * 8);
-        at_tma_load_2d(base + L::b_off + s * L::b_stage, &tmap_b, kb * 128, p.n0, full0 + s * 8);
+    if (tid == 0) {
+      // This CTA's share of the A tile (rows of its cluster row) and of the B tile, and who else
+      // receives them.
+      constexpr int A_ROWS = BLOCK_M / CLUSTER_N, B_ROWS = BLOCK_N / CLUSTER_M;
+      const unsigned short a_mask = (unsigned short)((1u << rm) | (1u << (rm + CLUSTER_M * (CLUSTER_N - 1))));
+      const unsigned short b_mask = (unsigned short)(((1u << CLUSTER_M) - 1u) << (CLUSTER_M * rn));
+      int it = 0;
+      for (int u = first_unit; u < units; u += unit_step) {
+        const at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS, GROUP_M, SPLIT_K>(u, tiles_m, tiles_n, KB);
+        const int a_row = min(p.m0 + rm * BLOCK_M + rn * A_ROWS, M - 1);
+        const int b_row = min(p.n0 + rn * BLOCK_N + rm * B_ROWS, N - 1);
+        const at_u32 a_dst = base + L::a_off + rn * A_ROWS * 128, b_dst = base + L::b_off + rm * B_ROWS * 128;
+        for (int kb = p.kb0; kb < p.kb1; kb++, it++) {
+          const int s = it % STAGES;
+          const at_u32 phase = (at_u32)(it / STAGES) & 1u;
+          at_mbar_wait(empty0 + s * 8, phase ^ 1u);
+          at_mbar_arrive_expect_tx(full0 + s * 8, L::a_stage + L::b_stage);
+          if (CLUSTER_N > 1)
+            at_tma_load_2d_mc(a_dst + s * L::a_stage, &tmap_a, kb * 128, a_row, full0 + s * 8, a_mask);
+          else
+            at_tma_load_2d(a_dst + s * L::a_stage, &tmap_a, kb * 128, a_row, full0 + s * 8);
+          if (CLUSTER_M > 1)
+            at_tma_load_2d_mc(b_dst + s * L::b_stage, &tmap_b, kb * 128, b_row, full0 + s * 8, b_mask);
+          else
+            at_tma_load_2d(b_dst + s * L::b_stage, &tmap_b, kb * 128, b_row, full0 + s * 8);
+        }
       }
     }
+    // No early return with clusters: every thread takes part in the final cluster barrier.
+    if (CLUSTER > 1) at_cluster_sync();
     return;
   }
 
@@ -175,8 +223,9 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
   unsigned char *const stage_c = smem + L::c_off + w * 64 * L::c_pitch;
   int it = 0;
 
-  for (int u = blockIdx.x; u < units; u += gridDim.x) {
-    const at_sm90::unit_pos p = at_sm90::locate<BLOCK_M, BLOCK_N, GROUP_M, SPLIT_K>(u, tiles_m, tiles_n, KB);
+  for (int u = first_unit; u < units; u += unit_step) {
+    at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS, GROUP_M, SPLIT_K>(u, tiles_m, tiles_n, KB);
+    p.m0 += rm * BLOCK_M, p.n0 += rn * BLOCK_N;  // this CTA's tile of the cluster tile
     float res[WAVES][NACC], acc[NACC];
 #pragma unroll
     for (int v = 0; v < WAVES; v++)
@@ -196,6 +245,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
     const float *const bs1 = Bs + (long)min(nb0 + 1, nblocks - 1) * KB;
     const float *const bs2 = Bs + (long)min(nb0 + 2, nblocks - 1) * KB;
     const int ncol0 = p.n0 & 127;  // the tile's first column inside its weight-scale block
+    const bool one_block = ONE_SCALE_BLOCK || ncol0 + BLOCK_N <= 128;  // uniform over the tile
 
     // The scales of the first k-block; each iteration then loads the next one's, so that their
     // latency hides behind a k-block of tensor work.
@@ -234,30 +284,52 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
 #pragma unroll
         for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
         if (PINGPONG_ON && PINGPONG == 1) at_named_arrive(w == 0 ? BAR_TURN_1 : BAR_TURN_0, 256);
-        if (v == WAVES - 1) at_mbar_arrive_if(empty0 + s * 8, lane == 0);
-
-        // Promote: result += acc * As[row][kb] * Bs[col / 128][kb], per 8-column group.
+        if (v == WAVES - 1) {
+          if (CLUSTER == 1) {
+            at_mbar_arrive_if(empty0 + s * 8, lane == 0);
+          } else {
 #pragma unroll
-        for (int g = 0; g < BLOCK_N / 8; g++) {
-          const int blk = (ncol0 + 8 * g) >> 7;
-          const float sb = blk == 0 ? cur.b[0] : blk == 1 ? cur.b[1] : cur.b[2];
-          const float s0 = cur.a[2 * v] * sb, s1 = cur.a[2 * v + 1] * sb;
-          res[v][4 * g + 0] += acc[4 * g + 0] * s0;
-          res[v][4 * g + 1] += acc[4 * g + 1] * s0;
-          res[v][4 * g + 2] += acc[4 * g + 2] * s1;
-          res[v][4 * g + 3] += acc[4 * g + 3] * s1;
+            for (int c = 0; c < CLUSTER; c++) at_mbar_arrive_cluster_if(empty0 + s * 8, c, lane == 0);
+          }
+        }
+
+        // Promote: result += acc * As[row][kb] * Bs[col / 128][kb], per 8-column group. A tile
+        // inside one weight-scale block (always, when BLOCK_N divides 128) takes two products per
+        // k-block; a straddling tile picks the block per group.
+        if (one_block) {
+          const float s0 = cur.a[2 * v] * cur.b[0], s1 = cur.a[2 * v + 1] * cur.b[0];
+#pragma unroll
+          for (int g = 0; g < BLOCK_N / 8; g++) {
+            res[v][4 * g + 0] += acc[4 * g + 0] * s0;
+            res[v][4 * g + 1] += acc[4 * g + 1] * s0;
+            res[v][4 * g + 2] += acc[4 * g + 2] * s1;
+            res[v][4 * g + 3] += acc[4 * g + 3] * s1;
+          }
+        } else {
+#pragma unroll
+          for (int g = 0; g < BLOCK_N / 8; g++) {
+            const int blk = (ncol0 + 8 * g) >> 7;
+            const float sb = blk == 0 ? cur.b[0] : blk == 1 ? cur.b[1] : cur.b[2];
+            const float s0 = cur.a[2 * v] * sb, s1 = cur.a[2 * v + 1] * sb;
+            res[v][4 * g + 0] += acc[4 * g + 0] * s0;
+            res[v][4 * g + 1] += acc[4 * g + 1] * s0;
+            res[v][4 * g + 2] += acc[4 * g + 2] * s1;
+            res[v][4 * g + 3] += acc[4 * g + 3] * s1;
+          }
         }
       }
     }
 
     if (SPLIT_K > 1) {
       // Publish this split's partial, count it; the last split to arrive reduces.
-      const int counter = p.tile * MATH_WG + w;
-      if (tiles * MATH_WG > args.ws_counters) __trap();
+      // CTA tiles are numbered cluster tile by cluster tile: tile x CLUSTER + rank.
+      const int ctile = p.tile * CLUSTER + rank, ctiles = tiles * CLUSTER;
+      const int counter = ctile * MATH_WG + w;
+      if (ctiles * MATH_WG > args.ws_counters) __trap();
       unsigned *const counters = (unsigned *)args.counters;
       float *const partials = (float *)args.partials;
       const long tile_floats = (long)BLOCK_M * BLOCK_N;
-      float *const mine = partials + ((long)p.split * tiles + p.tile) * tile_floats;
+      float *const mine = partials + ((long)p.split * ctiles + ctile) * tile_floats;
 #pragma unroll
       for (int v = 0; v < WAVES; v++)
 #pragma unroll
@@ -275,7 +347,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
 #pragma unroll
         for (int i = 0; i < NACC; i++) res[v][i] = 0.f;
       for (int sp = 0; sp < SPLIT_K; sp++) {
-        const float *src = partials + ((long)sp * tiles + p.tile) * tile_floats;
+        const float *src = partials + ((long)sp * ctiles + ctile) * tile_floats;
 #pragma unroll
         for (int v = 0; v < WAVES; v++)
 #pragma unroll
@@ -313,4 +385,5 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
   // Warpgroup 1's arrival after the very last batch has no batch of warpgroup 0 to wait for it:
   // take it here, so that no barrier is left half-arrived.
   if (PINGPONG_ON && w == 0 && it > 0) at_named_barrier(BAR_TURN_0, 256);
+  if (CLUSTER > 1) at_cluster_sync();
 }

@@ -29,6 +29,8 @@ static const param_range MMA_OPTIONAL[] = {{"GROUP_M", 1, 64}, {"B_HINT", 0, 2},
 static const param_range SM90_PARAMS[] = {{"BLOCK_M", 64, 256}, {"BLOCK_N", 16, 256}, {"STAGES", 2, 16},
                                           {"GROUP_M", 1, 64},   {"SPLIT_K", 1, 64},   {"PINGPONG", 0, 2},
                                           {NULL, 0, 0}};
+/* Clusters of the sm90 family (CTAs along M sharing B, along N sharing A); 1 when absent. */
+static const param_range SM90_OPTIONAL[] = {{"CLUSTER_M", 1, 2}, {"CLUSTER_N", 1, 2}, {NULL, 0, 0}};
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
@@ -67,6 +69,7 @@ static int check_param(const char *family, const char *name, int64_t v) {
     if (!r) r = find_range(MMA_OPTIONAL, name);
   } else if (strcmp(family, "sm90") == 0) {
     r = find_range(SM90_PARAMS, name);
+    if (!r) r = find_range(SM90_OPTIONAL, name);
   }
   if (r && (v < r->lo || v > r->hi))
     return at_fail(AT_ERR_INPUT, "%s = %lld is outside %lld..%lld for family %s", name, (long long)v, (long long)r->lo,
@@ -94,6 +97,10 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
     AT_TRY(require(family, SM90_PARAMS, p));
     if (bm != 64 && bm != 128 && bm != 256)
       return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M must be 64, 128 or 256 (got %lld)", (long long)bm);
+    for (const param_range *r = SM90_OPTIONAL; r->name; r++)
+      AT_TRY(check_param(family, r->name, at_params_get(p, r->name, 1)));
+    if (at_params_get(p, "CLUSTER_M", 1) == 2 && bn % 16)
+      return at_fail(AT_ERR_INPUT, "family sm90: CLUSTER_M = 2 needs BLOCK_N a multiple of 16 (got %lld)", (long long)bn);
     out[0] = 128 * (1 + sm90_math_wg(bm));
     out[1] = sm90_smem_bytes(bm, bn, at_params_get(p, "STAGES", 0));
     return AT_OK;
@@ -134,18 +141,21 @@ static int launch(const char *family, const at_params *p, const at_shape *s, int
     return at_fail(AT_ERR_INPUT, "grid too large for M=%lld N=%lld", (long long)s->m, (long long)s->n);
   memset(out, 0, sizeof *out);
   if (strcmp(family, "sm90") == 0) {
-    /* Persistent: one block per SM walks the tiles x SPLIT_K units; each math warpgroup of a tile
-     * has its own split-K counter. */
-    int64_t units = tiles * split, grid = sm_count > 0 && units > sm_count ? sm_count : units;
-    out->grid[0] = (unsigned)grid;
+    /* Persistent: one cluster per `cluster` SMs walks the cluster tiles x SPLIT_K units; each math
+     * warpgroup of each CTA tile has its own split-K counter. */
+    int64_t cm = at_params_get(p, "CLUSTER_M", 1), cn = at_params_get(p, "CLUSTER_N", 1), cluster = cm * cn;
+    int64_t ctiles = div_up(s->m, bm * cm) * div_up(s->n, bn * cn), units = ctiles * split;
+    int64_t clusters = sm_count > 0 && units > sm_count / cluster ? sm_count / cluster : units;
+    if (clusters < 1) clusters = 1;
+    out->grid[0] = (unsigned)(clusters * cluster);
     out->grid[1] = out->grid[2] = 1;
     out->block[0] = (unsigned)derived[0];
     out->block[1] = out->block[2] = 1;
-    out->cluster = 1;
+    out->cluster = (unsigned)cluster;
     out->smem_bytes = (unsigned)derived[1];
     if (split > 1) {
-      out->ws_counters = tiles * sm90_math_wg(bm);
-      out->ws_partial_bytes = (size_t)(split * tiles * bm * bn * 4);
+      out->ws_counters = ctiles * cluster * sm90_math_wg(bm);
+      out->ws_partial_bytes = (size_t)(split * ctiles * cluster * bm * bn * 4);
     }
     return AT_OK;
   }

@@ -8,8 +8,9 @@ int at_a8w8_plan_of(const char *family, const at_params *p, at_a8w8_plan *out) {
   if (strcmp(family, "mma") == 0) return AT_OK;
   if (strcmp(family, "sm90") != 0) return at_fail(AT_ERR_INPUT, "unknown family '%s' (gemm_a8w8_blockscale has: mma, sm90)", family);
   out->tma = 1;
-  out->box_m = (int)at_params_get(p, "BLOCK_M", 0);
-  out->box_n = (int)at_params_get(p, "BLOCK_N", 0);
+  /* With clusters each CTA loads its share of the tile its cluster row (column) shares. */
+  out->box_m = (int)(at_params_get(p, "BLOCK_M", 0) / at_params_get(p, "CLUSTER_N", 1));
+  out->box_n = (int)(at_params_get(p, "BLOCK_N", 0) / at_params_get(p, "CLUSTER_M", 1));
   if (out->box_m < 1 || out->box_m > 256 || out->box_n < 1 || out->box_n > 256)
     return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M and BLOCK_N must be from 1 to 256 (TMA boxes)");
   return AT_OK;

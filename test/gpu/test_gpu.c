@@ -110,12 +110,15 @@ static void sm90_random(void) {
     int bm = 64 << ((r >> 33) % 3), bn = BN[(r >> 40) % 6], stages = 2 + (int)((r >> 50) % 3);
     int split = 1 + (int)((r >> 20) % 4), group = (r >> 10) & 1 ? 8 : 1;
     int pingpong = bm >= 128 ? (int)((r >> 5) % 3) : 0;
+    int cm = 1 + (int)((r >> 56) & 1), cn = 1 + (int)((r >> 58) & 1); /* clusters of 1, 2 or 4 */
     if (bm == 256 && bn > 128) bn = 128; /* registers: the kernel's static_assert */
     fprintf(f,
             "  - name: s%d\n    family: sm90\n    template: %s/templates/gemm_a8w8_blockscale_sm90.cuh\n"
-            "    entry: \"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG>\"\n"
-            "    params: {BLOCK_M: %d, BLOCK_N: %d, STAGES: %d, GROUP_M: %d, SPLIT_K: %d, PINGPONG: %d}\n",
-            v, getenv("AT_TEST_SOURCE_ROOT"), bm, bn, stages, group, split, pingpong);
+            "    entry: \"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, "
+            "CLUSTER_N>\"\n"
+            "    params: {BLOCK_M: %d, BLOCK_N: %d, STAGES: %d, GROUP_M: %d, SPLIT_K: %d, PINGPONG: %d, CLUSTER_M: %d, "
+            "CLUSTER_N: %d}\n",
+            v, getenv("AT_TEST_SOURCE_ROOT"), bm, bn, stages, group, split, pingpong, cm, cn);
   }
   fprintf(f, "shapes:\n");
   for (int i = 0; i < 3; i++) {
