@@ -505,7 +505,6 @@ int cmd_compare(int argc, char **argv) {
   memset(&R, 0, sizeof R);
   R.o = &o;
   at_space *space = NULL;
-  at_shape *own = NULL;
   at_device_info *all = NULL;
   int nall = 0;
   char why[512] = "";
@@ -518,13 +517,9 @@ int cmd_compare(int argc, char **argv) {
                  space->op_name);
     goto out;
   }
-  if (o.shapes) {
-    if ((rc = at_shapes_load(o.shapes, space->op, &own, &R.nshapes))) goto out;
-    R.shapes = own;
-  } else {
-    R.shapes = space->shapes;
-    R.nshapes = space->nshapes;
-  }
+  if ((rc = at_space_use_shapes(space, o.shapes, NULL))) goto out;
+  R.shapes = space->shapes;
+  R.nshapes = space->nshapes;
 
   /* The GPUs, through a probe worker. */
   if ((rc = at_probe_devices(&all, &nall, why, sizeof why))) goto out;
@@ -559,7 +554,6 @@ int cmd_compare(int argc, char **argv) {
 out:
   if (at_worker_alive(&R.w)) at_worker_stop(&R.w);
   free(R.reps);
-  free(own);
   free(all);
   at_space_free(space);
   return rc;

@@ -9,6 +9,7 @@
 
 #include "../core/enumerate.h"
 #include "../core/limits.h"
+#include "../core/shapefile.h"
 #include "../core/space.h"
 #include "../core/util.h"
 #include "commands.h"
@@ -20,10 +21,12 @@ static const char *USAGE =
     "options:\n"
     "  --arch ARCH          the target whose limits prune (default sm_90a); no GPU is probed\n"
     "  --max-candidates N   stop with an error past N survivors (default 100000)\n"
-    "  --json FILE          also write everything as JSON (- for stdout, then nothing else is printed)\n";
+    "  --json FILE          also write everything as JSON (- for stdout, then nothing else is printed)\n"
+    "  --shapes FILE        these shapes instead of the space's (CSV with M,N,K, or YAML groups)\n"
+    "  --only NAME,...      only the shape groups of these names (and those under them, NAME/...)\n";
 
 typedef struct options {
-  const char *arch, *json, *space;
+  const char *arch, *json, *space, *shapes, *only;
   int64_t max_candidates;
 } options;
 
@@ -31,6 +34,8 @@ static int parse_options(int argc, char **argv, options *o) {
   static const struct option LONG[] = {{"arch", required_argument, 0, 'a'},
                                        {"max-candidates", required_argument, 0, 'm'},
                                        {"json", required_argument, 0, 'j'},
+                                       {"shapes", required_argument, 0, 's'},
+                                       {"only", required_argument, 0, 'o'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -42,6 +47,8 @@ static int parse_options(int argc, char **argv, options *o) {
     switch (ch) {
     case 'a': o->arch = optarg; break;
     case 'j': o->json = optarg; break;
+    case 's': o->shapes = optarg; break;
+    case 'o': o->only = optarg; break;
     case 'm':
       if (at_parse_i64(optarg, &o->max_candidates) != 0 || o->max_candidates < 1)
         return at_fail(AT_ERR_INPUT, "list: --max-candidates expects a positive integer, got '%s'", optarg);
@@ -82,8 +89,8 @@ static void print_text(const at_space *s, const at_enum *e, const char *arch) {
   }
   printf("shapes %zu:\n", s->nshapes);
   for (size_t j = 0; j < s->nshapes; j++)
-    printf("  %zu: M=%lld N=%lld K=%lld\n", j, (long long)s->shapes[j].m, (long long)s->shapes[j].n,
-           (long long)s->shapes[j].k);
+    printf("  %zu: M=%lld N=%lld K=%lld%s%s\n", j, (long long)s->shapes[j].m, (long long)s->shapes[j].n,
+           (long long)s->shapes[j].k, s->shape_names[j] ? " " : "", s->shape_names[j] ? s->shape_names[j] : "");
   printf("candidates %zu (variant, parameters, kernel, shapes):\n", e->n);
   for (size_t i = 0; i < e->n; i++) {
     at_buf b = {0};
@@ -115,9 +122,15 @@ static char *json_of(const at_space *s, const at_enum *e, const char *arch) {
     at_buf_printf(&b, ", \"per_shape\": %s, \"count\": %lld}", p->per_shape ? "true" : "false", (long long)p->count);
   }
   at_buf_puts(&b, "],\n \"shapes\": [");
-  for (size_t j = 0; j < s->nshapes; j++)
-    at_buf_printf(&b, "%s{\"M\": %lld, \"N\": %lld, \"K\": %lld}", j ? ", " : "", (long long)s->shapes[j].m,
+  for (size_t j = 0; j < s->nshapes; j++) {
+    at_buf_printf(&b, "%s{\"M\": %lld, \"N\": %lld, \"K\": %lld", j ? ", " : "", (long long)s->shapes[j].m,
                   (long long)s->shapes[j].n, (long long)s->shapes[j].k);
+    if (s->shape_names[j]) {
+      at_buf_puts(&b, ", \"name\": ");
+      at_buf_json_string(&b, s->shape_names[j]);
+    }
+    at_buf_puts(&b, "}");
+  }
   at_buf_puts(&b, "],\n \"candidates\": [");
   for (size_t i = 0; i < e->n; i++) {
     at_buf_puts(&b, i ? ",\n  {\"variant\": " : "\n  {\"variant\": ");
@@ -142,7 +155,8 @@ int cmd_list(int argc, char **argv) {
   at_space *space = NULL;
   AT_TRY(at_space_load(o.space, &space));
   at_enum *e = NULL;
-  rc = at_enumerate(space, &lim, o.max_candidates, &e);
+  rc = at_space_use_shapes(space, o.shapes, o.only);
+  if (rc == AT_OK) rc = at_enumerate(space, &lim, o.max_candidates, &e);
   if (rc == AT_OK) {
     char *json = o.json ? json_of(space, e, o.arch) : NULL;
     if (!json || strcmp(o.json, "-") != 0) print_text(space, e, o.arch);

@@ -15,6 +15,7 @@
 #include "../core/compile.h"
 #include "../core/device.h"
 #include "../core/enumerate.h"
+#include "../core/shapefile.h"
 #include "../core/shard.h"
 #include "../core/space.h"
 #include "../core/store.h"
@@ -59,6 +60,8 @@ static const char *USAGE =
     "  --shard I/N          only shard I of N (1 <= I <= N): every (candidate, shape) is in one shard,\n"
     "                       dealt by estimated cost from the space alone; give each shard its own --db\n"
     "                       and combine them with `autotune merge` (docs/cluster.md)\n"
+    "  --shapes FILE        tune these shapes instead of the space's (CSV with M,N,K, or YAML groups)\n"
+    "  --only NAME,...      only the shape groups of these names (and those under them, NAME/...)\n"
     "environment: AUTOTUNE_DB, AUTOTUNE_CACHE (compile cache dir), AUTOTUNE_TEMPLATES, AUTOTUNE_PROGRESS,\n"
     "             AUTOTUNE_DEBUG (a line per outcome), AUTOTUNE_DUMP_PTX (a directory for the PTX of compiles)\n";
 
@@ -71,6 +74,7 @@ typedef struct options {
   const char *summary_json;
   int64_t max_candidates;
   at_shard shard; /* count 0: the whole space */
+  const char *shapes, *only; /* --shapes FILE, --only NAMES (core/shapefile.h) */
   const char *space;
 } options;
 
@@ -89,7 +93,8 @@ static int parse_options(int argc, char **argv, options *o) {
       {"compile-only", no_argument, 0, 'c'},  {"fresh", no_argument, 0, 'f'},
       {"pch", no_argument, 0, 'p'},           {"no-baselines", no_argument, 0, 'B'},
       {"summary-json", required_argument, 0, 's'}, {"max-candidates", required_argument, 0, 'm'},
-      {"shard", required_argument, 0, 'S'},   {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+      {"shard", required_argument, 0, 'S'},   {"shapes", required_argument, 0, 'H'},
+      {"only", required_argument, 0, 'O'},    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   const char *env_db = getenv("AUTOTUNE_DB");
   o->db = env_db && *env_db ? env_db : "tuned/autotune.db";
@@ -116,6 +121,8 @@ static int parse_options(int argc, char **argv, options *o) {
     case 'S':
       AT_TRY(at_shard_parse(optarg, &o->shard));
       break;
+    case 'H': o->shapes = optarg; break;
+    case 'O': o->only = optarg; break;
     case 'h': fputs(USAGE, stdout); return -1;
     case ':': return at_fail(AT_ERR_INPUT, "tune: option %s needs a value (see --help)", argv[optind - 1]);
     default: return at_fail(AT_ERR_INPUT, "tune: unknown option '%s' (see --help)", argv[optind - 1]);
@@ -224,6 +231,7 @@ int cmd_tune(int argc, char **argv) {
   int have_tune = 0;
 
   if ((rc = at_space_load(o.space, &space))) goto out;
+  if ((rc = at_space_use_shapes(space, o.shapes, o.only))) goto out;
   if ((rc = check_output(&o, space))) goto out;
 
   /* The GPUs, through a probe worker (the parent itself never touches CUDA). */

@@ -286,22 +286,35 @@ static int load_variant(loader *L, at_variant *v, const at_ynode *map) {
 
 /* ---- shapes, check, timing -------------------------------------------------------------------- */
 
-/* at[0..2]: the nodes of M, N and K, so that an error points at the value it is about. */
-static int add_shape(loader *L, const at_ynode *const at[3], int64_t m, int64_t n, int64_t k) {
+int at_shape_name_ok(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > 63 || !isalnum((unsigned char)s[0])) return 0;
+  for (; *s; s++)
+    if (!(isalnum((unsigned char)*s) || strchr("_-.+/", *s))) return 0;
+  return 1;
+}
+
+/* at[0..2]: the nodes of M, N and K, so that an error points at the value it is about; name: the
+ * group's name or NULL. */
+static int add_shape(loader *L, const at_ynode *const at[3], int64_t m, int64_t n, int64_t k, const char *name) {
   at_space *s = L->s;
   at_shape sh = {m, n, k};
   int dim = 0;
   if (s->op->check_shape(&sh, &dim)) return err_at(L, at[dim >= 0 && dim < 3 ? dim : 0], "%s", at_errmsg());
   for (size_t i = 0; i < s->nshapes; i++)
     if (s->shapes[i].m == m && s->shapes[i].n == n && s->shapes[i].k == k)
-      return err_at(L, at[0], "shape M=%lld N=%lld K=%lld is listed twice", (long long)m, (long long)n, (long long)k);
+      return err_at(L, at[0], "shape M=%lld N=%lld K=%lld is listed twice%s%s%s", (long long)m, (long long)n,
+                    (long long)k, s->shape_names[i] ? " (first in the group '" : "",
+                    s->shape_names[i] ? s->shape_names[i] : "", s->shape_names[i] ? "')" : "");
   s->shapes = at_xrealloc(s->shapes, sizeof(at_shape) * (s->nshapes + 1));
+  s->shape_names = at_xrealloc(s->shape_names, sizeof(char *) * (s->nshapes + 1));
+  s->shape_names[s->nshapes] = name ? at_xstrdup(name) : NULL;
   s->shapes[s->nshapes++] = sh;
   return AT_OK;
 }
 
 static int load_shapes(loader *L, const at_ynode *list) {
-  static const char *const KEYS[] = {"M", "N", "K", NULL};
+  static const char *const KEYS[] = {"name", "M", "N", "K", NULL};
   AT_TRY(want_kind(L, list, AT_Y_SEQ, "shapes"));
   if (list->n == 0) return err_at(L, list, "shapes must list at least one group");
   for (size_t g = 0; g < list->n; g++) {
@@ -310,8 +323,15 @@ static int load_shapes(loader *L, const at_ynode *list) {
     AT_TRY(want_kind(L, grp, AT_Y_MAP, "a shape group"));
     AT_TRY(check_keys(L, grp, "a shape group", KEYS));
     const at_ynode *mn = require(L, grp, "M", "a shape group", &rc), *nn = mn ? require(L, grp, "N", "a shape group", &rc) : NULL,
-                   *kn = nn ? require(L, grp, "K", "a shape group", &rc) : NULL;
+                   *kn = nn ? require(L, grp, "K", "a shape group", &rc) : NULL, *name = at_ymap_get(grp, "name");
     if (!kn) return rc;
+    if (name) {
+      AT_TRY(want_kind(L, name, AT_Y_SCALAR, "name"));
+      if (!at_shape_name_ok(name->value))
+        return err_at(L, name, "name '%s' must be 1 to 63 letters, digits and _ - . + /, starting with a letter or digit",
+                      name->value);
+    }
+    const char *nm = name ? name->value : NULL;
     int64_t n, k;
     AT_TRY(get_int(L, nn, "N", &n));
     AT_TRY(get_int(L, kn, "K", &k));
@@ -319,7 +339,7 @@ static int load_shapes(loader *L, const at_ynode *list) {
       int64_t m;
       AT_TRY(get_int(L, mn, "M", &m));
       const at_ynode *at[3] = {mn, nn, kn};
-      AT_TRY(add_shape(L, at, m, n, k));
+      AT_TRY(add_shape(L, at, m, n, k, nm));
       continue;
     }
     AT_TRY(want_kind(L, mn, AT_Y_SEQ, "M"));
@@ -328,7 +348,7 @@ static int load_shapes(loader *L, const at_ynode *list) {
       int64_t m;
       AT_TRY(get_int(L, mn->items[i], "M", &m));
       const at_ynode *at[3] = {mn->items[i], nn, kn};
-      AT_TRY(add_shape(L, at, m, n, k));
+      AT_TRY(add_shape(L, at, m, n, k, nm));
     }
   }
   return AT_OK;
@@ -471,8 +491,14 @@ int at_space_load(const char *path, at_space **out) {
   return AT_OK;
 }
 
-int at_space_load_shapes(const char *path, const at_op *op, at_shape **shapes, size_t *n) {
+static void free_names(char **names, size_t n) {
+  for (size_t i = 0; names && i < n; i++) free(names[i]);
+  free(names);
+}
+
+int at_space_load_shapes(const char *path, const at_op *op, at_shape **shapes, char ***names, size_t *n) {
   *shapes = NULL;
+  if (names) *names = NULL;
   *n = 0;
   char *text;
   size_t size;
@@ -492,11 +518,13 @@ int at_space_load_shapes(const char *path, const at_op *op, at_shape **shapes, s
     if (rc == AT_OK) rc = load_shapes(&L, list);
   }
   at_yaml_free(doc);
+  if (rc || !names) free_names(tmp.shape_names, tmp.nshapes);
   if (rc) {
     free(tmp.shapes);
     return rc;
   }
   *shapes = tmp.shapes;
+  if (names) *names = tmp.shape_names;
   *n = tmp.nshapes;
   return AT_OK;
 }
@@ -526,6 +554,7 @@ void at_space_free(at_space *s) {
   }
   free(s->variants);
   free(s->shapes);
+  free_names(s->shape_names, s->nshapes);
   free(s->path);
   free(s->dir);
   free(s->op_name);

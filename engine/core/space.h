@@ -66,6 +66,7 @@ typedef struct at_space {
   at_variant *variants;
   size_t nvariants;
   at_shape *shapes; /* every (M, N, K), in file order */
+  char **shape_names; /* shape_names[i]: the `name` of shapes[i]'s group, NULL when it has none */
   size_t nshapes;
   double atol, rtol, gamma; /* the check's bound (docs/timing.md); gamma 0 unless set */
   uint64_t seed;
@@ -78,8 +79,13 @@ void at_space_free(at_space *s);
 
 /* The shapes of a YAML file of their own: a list of shape groups written like a space's `shapes:`
  * section (or a mapping with that key, a space file included), checked against op's rules; errors
- * are AT_ERR_INPUT with "file:line:col: message". *shapes is malloc'd. */
-int at_space_load_shapes(const char *path, const at_op *op, at_shape **shapes, size_t *n);
+ * are AT_ERR_INPUT with "file:line:col: message". *shapes and *names (one per shape, NULL for a
+ * group without a name; names may be NULL when not wanted) are malloc'd. */
+int at_space_load_shapes(const char *path, const at_op *op, at_shape **shapes, char ***names, size_t *n);
+
+/* A shape group's name: 1 to 63 letters, digits and _ - . + /, starting with a letter or digit
+ * (a comma would break --only lists, a space a table). */
+int at_shape_name_ok(const char *s);
 
 /* The kernel name expression of one candidate: entry with every parameter name replaced by its
  * value, e.g. "kernel<64, 128>". malloc'd. */

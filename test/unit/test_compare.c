@@ -80,7 +80,7 @@ static void shapes_file_errors(void) {
       {"header.csv", "M,N\n16,4096\n", ":1: ", "the first line must be the header M,N,K"},
       {"header2.csv", "# shapes\nM,N,Q\n", ":2: ", "the first line must be the header M,N,K"},
       {"not_int.csv", "M,N,K\n16,4096,4096\n\n16,4096,4k\n", ":4: ", "K must be an integer, got '4k'"},
-      {"fields.csv", "M,N,K\n16,4096\n", ":2: ", "a shape is 3 comma-separated integers"},
+      {"fields.csv", "M,N,K\n16,4096\n", ":2: ", "2 comma-separated fields where the header has 3"},
       {"rule.csv", "M,N,K\n16,4100,4096\n", ":2: ", "N must be a positive multiple of 8"},
       {"zero_m.csv", "M,N,K\n0,4096,4096\n", ":2: ", "M must be at least 1"},
       {"k.csv", "N,K,M\n4096,4000,16\n", ":2: ", "K must be a positive multiple of 128"},
@@ -107,26 +107,25 @@ static void csv_forms(void) {
   const at_op *op = at_op_find("gemm_a8w8_blockscale");
   CHECK(op != NULL);
   if (!op) return;
-  at_shape *s = NULL;
-  size_t n = 0;
+  at_shape_list l;
   /* Columns in any order and case, spaces, CRLF, a byte-order mark, comments and blank lines. */
   const char *text = "\xEF\xBB\xBF k , m , n\r\n# Llama-3-8B\r\n\r\n4096, 16, 6144\r\n 14336 ,2048, 4096 \r\n";
-  CHECK_EQ_INT(at_shapes_parse_csv("t.csv", text, op, &s, &n), AT_OK);
-  CHECK_EQ_INT(n, 2);
-  if (n == 2) {
-    CHECK(s[0].m == 16 && s[0].n == 6144 && s[0].k == 4096);
-    CHECK(s[1].m == 2048 && s[1].n == 4096 && s[1].k == 14336);
+  CHECK_EQ_INT(at_shapes_parse_csv("t.csv", text, op, &l), AT_OK);
+  CHECK_EQ_INT(l.n, 2);
+  if (l.n == 2) {
+    CHECK(l.shapes[0].m == 16 && l.shapes[0].n == 6144 && l.shapes[0].k == 4096);
+    CHECK(l.shapes[1].m == 2048 && l.shapes[1].n == 4096 && l.shapes[1].k == 14336);
   }
-  free(s);
+  at_shape_list_free(&l);
   /* The YAML form through the file loader: the space's shapes syntax, or a space file itself. */
   char *y = file("ok.yaml", "- {N: 4096, K: 4096, M: [16, 64]}\n- {N: 6144, K: 4096, M: 1}\n");
-  CHECK_EQ_INT(at_shapes_load(y, op, &s, &n), AT_OK);
-  CHECK_EQ_INT(n, 3);
-  if (n == 3) CHECK(s[2].m == 1 && s[2].n == 6144);
-  free(s), free(y);
-  CHECK_EQ_INT(at_shapes_load(SPACE, op, &s, &n), AT_OK);
-  CHECK(n >= 1);
-  free(s);
+  CHECK_EQ_INT(at_shapes_load(y, op, &l), AT_OK);
+  CHECK_EQ_INT(l.n, 3);
+  if (l.n == 3) CHECK(l.shapes[2].m == 1 && l.shapes[2].n == 6144);
+  at_shape_list_free(&l), free(y);
+  CHECK_EQ_INT(at_shapes_load(SPACE, op, &l), AT_OK);
+  CHECK(l.n >= 1);
+  at_shape_list_free(&l);
 }
 
 static void without_gpu(void) {
