@@ -65,7 +65,7 @@
 //
 // Parameters: BLOCK_M (64, 128 or 256), BLOCK_N (a multiple of 16, at most 256), STAGES (>= 2),
 // GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0, 1, 2: how math warpgroups take
-// turns), CLUSTER_M and CLUSTER_N (1 or 2).
+// turns), CLUSTER_M and CLUSTER_N (1 or 2), KPIPE (k-blocks in flight per math warpgroup, 1 or 2).
 #include "at_sm90.cuh"
 #include "at_wgmma_e4m3.cuh"
 #include "gemm_a8w8_blockscale_args.h"
@@ -120,7 +120,7 @@ __device__ __forceinline__ unit_pos locate(int u, int tiles_m, int tiles_n, int 
 }  // namespace at_sm90
 
 template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PINGPONG, int CLUSTER_M = 1,
-          int CLUSTER_N = 1>
+          int CLUSTER_N = 1, int KPIPE = 1>
 __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
     gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
                               const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_b) {
@@ -140,8 +140,9 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
   static_assert(GROUP_M >= 1 && SPLIT_K >= 1, "GROUP_M and SPLIT_K must be positive");
   static_assert(PINGPONG >= 0 && PINGPONG <= 2, "PINGPONG must be 0, 1 or 2");
   static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && (CLUSTER_N == 1 || CLUSTER_N == 2), "CLUSTER_M, CLUSTER_N: 1 or 2");
-  static_assert(MATH_WG == 1 || (WAVES + 1) * BLOCK_N <= 416,
-                "two math warpgroups hold at most 232 registers a thread: (WAVES + 1) x BLOCK_N / 2 <= 208");
+  static_assert(KPIPE == 1 || (KPIPE == 2 && WAVES == 1 && !PINGPONG_ON), "KPIPE 2 needs one slice and no turns");
+  static_assert(MATH_WG == 1 || (WAVES + KPIPE) * BLOCK_N <= 416,
+                "two math warpgroups hold at most 232 registers a thread: (WAVES + KPIPE) x BLOCK_N / 2 <= 208");
 
   extern __shared__ __align__(1024) unsigned char smem[];
   const at_u32 base = at_smem_addr(smem);
@@ -255,67 +256,131 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
       for (int i = 0; i < 2 * WAVES; i++) sc.a[i] = __ldg(as[i] + kb);
       sc.b[0] = __ldg(bs0 + kb), sc.b[1] = __ldg(bs1 + kb), sc.b[2] = __ldg(bs2 + kb);
     };
-    if (p.kb0 < p.kb1) load_scales(p.kb0, nxt);
-    for (int kb = p.kb0; kb < p.kb1; kb++, it++) {
-      cur = nxt;
-      if (kb + 1 < p.kb1) load_scales(kb + 1, nxt);
-      const int s = it % STAGES;
-      at_mbar_wait(full0 + s * 8, (at_u32)(it / STAGES) & 1u);
-      const at_u64 db = at_wgmma_desc_sw128(base + L::b_off + s * L::b_stage);
+    // A math warp's release of a stage: its lane 0 arrives on the stage's empty barrier in every
+    // CTA of the cluster (their producers may all write into this CTA's stage).
+    auto release = [&](int s) {
+      if (CLUSTER == 1) {
+        at_mbar_arrive_if(empty0 + s * 8, lane == 0);
+      } else {
 #pragma unroll
-      for (int v = 0; v < WAVES; v++) {
-        const at_u64 da = at_wgmma_desc_sw128(base + L::a_off + s * L::a_stage + (v * 128 + w * 64) * 128);
-        if (PINGPONG_ON) {
-          // Warpgroup 0 issues after warpgroup 1's previous batch (except the first), warpgroup 1
-          // after warpgroup 0's current one: with PINGPONG 1 once that batch has completed, with 2
-          // once it has been issued (the tensor cores then have the other's batch queued behind
-          // it, in order, while this one promotes).
-          if (w == 0 && (it > 0 || v > 0)) at_named_barrier(BAR_TURN_0, 256);
-          if (w == 1) at_named_barrier(BAR_TURN_1, 256);
+        for (int c = 0; c < CLUSTER; c++) at_mbar_arrive_cluster_if(empty0 + s * 8, c, lane == 0);
+      }
+    };
+    // Promote a k-block of slice v: result += acc * As[row][kb] * Bs[col / 128][kb], per 8-column
+    // group. A tile inside one weight-scale block (always, when BLOCK_N divides 128) takes two
+    // products per k-block; a straddling tile picks the block per group.
+    auto promote = [&](float(&a)[NACC], int v, const at_sm90::kscales<WAVES> &sc) {
+      if (one_block) {
+        const float s0 = sc.a[2 * v] * sc.b[0], s1 = sc.a[2 * v + 1] * sc.b[0];
+#pragma unroll
+        for (int g = 0; g < BLOCK_N / 8; g++) {
+          res[v][4 * g + 0] += a[4 * g + 0] * s0;
+          res[v][4 * g + 1] += a[4 * g + 1] * s0;
+          res[v][4 * g + 2] += a[4 * g + 2] * s1;
+          res[v][4 * g + 3] += a[4 * g + 3] * s1;
         }
+      } else {
 #pragma unroll
-        for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
+        for (int g = 0; g < BLOCK_N / 8; g++) {
+          const int blk = (ncol0 + 8 * g) >> 7;
+          const float sb = blk == 0 ? sc.b[0] : blk == 1 ? sc.b[1] : sc.b[2];
+          const float s0 = sc.a[2 * v] * sb, s1 = sc.a[2 * v + 1] * sb;
+          res[v][4 * g + 0] += a[4 * g + 0] * s0;
+          res[v][4 * g + 1] += a[4 * g + 1] * s0;
+          res[v][4 * g + 2] += a[4 * g + 2] * s1;
+          res[v][4 * g + 3] += a[4 * g + 3] * s1;
+        }
+      }
+    };
+
+    if (p.kb0 < p.kb1) load_scales(p.kb0, nxt);
+    if constexpr (KPIPE == 2) {
+      // Two k-blocks in flight: k-block kb + 1 is issued into the other accumulator before kb is
+      // waited for (wait_group 1), so this warpgroup's next batch is queued on the tensor cores
+      // while it promotes. The two accumulators alternate in a loop unrolled by two, so that
+      // neither is touched while its wgmmas are in flight (ptxas would serialize them).
+      float acc2[NACC];
+      auto issue = [&](float(&a)[NACC], int i) {
+        const int s = i % STAGES;
+        at_mbar_wait(full0 + s * 8, (at_u32)(i / STAGES) & 1u);
+        const at_u64 db = at_wgmma_desc_sw128(base + L::b_off + s * L::b_stage);
+        const at_u64 da = at_wgmma_desc_sw128(base + L::a_off + s * L::a_stage + w * 64 * 128);
+#pragma unroll
+        for (int j = 0; j < NACC; j++) at_reg_fence(a[j]);
         at_wgmma_fence();
 #pragma unroll
-        for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(acc, da + 2 * ks, db + 2 * ks, ks);
+        for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(a, da + 2 * ks, db + 2 * ks, ks);
         at_wgmma_commit();
-        if (PINGPONG_ON && PINGPONG == 2) at_named_arrive(w == 0 ? BAR_TURN_1 : BAR_TURN_0, 256);
-        at_wgmma_wait<0>();
+      };
+      // The older batch (k-block `it`) has completed: release its stage, promote it.
+      auto finish = [&](float(&a)[NACC]) {
 #pragma unroll
-        for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
-        if (PINGPONG_ON && PINGPONG == 1) at_named_arrive(w == 0 ? BAR_TURN_1 : BAR_TURN_0, 256);
-        if (v == WAVES - 1) {
-          if (CLUSTER == 1) {
-            at_mbar_arrive_if(empty0 + s * 8, lane == 0);
-          } else {
-#pragma unroll
-            for (int c = 0; c < CLUSTER; c++) at_mbar_arrive_cluster_if(empty0 + s * 8, c, lane == 0);
-          }
+        for (int j = 0; j < NACC; j++) at_reg_fence(a[j]);
+        release(it % STAGES);
+        promote(a, 0, cur);
+        cur = nxt;
+        it++;
+      };
+      // Every join point of this control flow has the same batches in flight on both of its
+      // sides (none, or acc's alone), so ptxas needs no wait of its own in a branch (C7518).
+      const int n = p.kb1 - p.kb0;
+      if (n > 0) {
+        int j = 0;  // k-block p.kb0 + j is in flight in acc, its scales in cur
+        cur = nxt;
+        issue(acc, it);
+        for (; j + 2 < n; j += 2) {
+          load_scales(p.kb0 + j + 1, nxt);
+          issue(acc2, it + 1);
+          at_wgmma_wait<1>();
+          finish(acc);
+          load_scales(p.kb0 + j + 2, nxt);
+          issue(acc, it + 1);
+          at_wgmma_wait<1>();
+          finish(acc2);
         }
-
-        // Promote: result += acc * As[row][kb] * Bs[col / 128][kb], per 8-column group. A tile
-        // inside one weight-scale block (always, when BLOCK_N divides 128) takes two products per
-        // k-block; a straddling tile picks the block per group.
-        if (one_block) {
-          const float s0 = cur.a[2 * v] * cur.b[0], s1 = cur.a[2 * v + 1] * cur.b[0];
-#pragma unroll
-          for (int g = 0; g < BLOCK_N / 8; g++) {
-            res[v][4 * g + 0] += acc[4 * g + 0] * s0;
-            res[v][4 * g + 1] += acc[4 * g + 1] * s0;
-            res[v][4 * g + 2] += acc[4 * g + 2] * s1;
-            res[v][4 * g + 3] += acc[4 * g + 3] * s1;
-          }
+        if (n - j == 2) {
+          load_scales(p.kb0 + j + 1, nxt);
+          issue(acc2, it + 1);
+          at_wgmma_wait<1>();
+          finish(acc);
+          at_wgmma_wait<0>();
+          finish(acc2);
         } else {
+          at_wgmma_wait<0>();
+          finish(acc);
+        }
+      }
+    } else {
+      for (int kb = p.kb0; kb < p.kb1; kb++, it++) {
+        cur = nxt;
+        if (kb + 1 < p.kb1) load_scales(kb + 1, nxt);
+        const int s = it % STAGES;
+        at_mbar_wait(full0 + s * 8, (at_u32)(it / STAGES) & 1u);
+        const at_u64 db = at_wgmma_desc_sw128(base + L::b_off + s * L::b_stage);
 #pragma unroll
-          for (int g = 0; g < BLOCK_N / 8; g++) {
-            const int blk = (ncol0 + 8 * g) >> 7;
-            const float sb = blk == 0 ? cur.b[0] : blk == 1 ? cur.b[1] : cur.b[2];
-            const float s0 = cur.a[2 * v] * sb, s1 = cur.a[2 * v + 1] * sb;
-            res[v][4 * g + 0] += acc[4 * g + 0] * s0;
-            res[v][4 * g + 1] += acc[4 * g + 1] * s0;
-            res[v][4 * g + 2] += acc[4 * g + 2] * s1;
-            res[v][4 * g + 3] += acc[4 * g + 3] * s1;
+        for (int v = 0; v < WAVES; v++) {
+          const at_u64 da = at_wgmma_desc_sw128(base + L::a_off + s * L::a_stage + (v * 128 + w * 64) * 128);
+          if (PINGPONG_ON) {
+            // Warpgroup 0 issues after warpgroup 1's previous batch (except the first), warpgroup 1
+            // after warpgroup 0's current one: with PINGPONG 1 once that batch has completed, with 2
+            // once it has been issued (the tensor cores then have the other's batch queued behind
+            // it, in order, while this one promotes).
+            if (w == 0 && (it > 0 || v > 0)) at_named_barrier(BAR_TURN_0, 256);
+            if (w == 1) at_named_barrier(BAR_TURN_1, 256);
           }
+#pragma unroll
+          for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
+          at_wgmma_fence();
+#pragma unroll
+          for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(acc, da + 2 * ks, db + 2 * ks, ks);
+          at_wgmma_commit();
+          if (PINGPONG_ON && PINGPONG == 2) at_named_arrive(w == 0 ? BAR_TURN_1 : BAR_TURN_0, 256);
+          at_wgmma_wait<0>();
+#pragma unroll
+          for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
+          if (PINGPONG_ON && PINGPONG == 1) at_named_arrive(w == 0 ? BAR_TURN_1 : BAR_TURN_0, 256);
+          if (v == WAVES - 1) release(s);
+          promote(acc, v, cur);
         }
       }
     }

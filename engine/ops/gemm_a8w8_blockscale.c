@@ -29,8 +29,9 @@ static const param_range MMA_OPTIONAL[] = {{"GROUP_M", 1, 64}, {"B_HINT", 0, 2},
 static const param_range SM90_PARAMS[] = {{"BLOCK_M", 64, 256}, {"BLOCK_N", 16, 256}, {"STAGES", 2, 16},
                                           {"GROUP_M", 1, 64},   {"SPLIT_K", 1, 64},   {"PINGPONG", 0, 2},
                                           {NULL, 0, 0}};
-/* Clusters of the sm90 family (CTAs along M sharing B, along N sharing A); 1 when absent. */
-static const param_range SM90_OPTIONAL[] = {{"CLUSTER_M", 1, 2}, {"CLUSTER_N", 1, 2}, {NULL, 0, 0}};
+/* Optional sm90 parameters, 1 when absent: clusters (CTAs along M sharing B, along N sharing A)
+ * and k-blocks in flight per math warpgroup. */
+static const param_range SM90_OPTIONAL[] = {{"CLUSTER_M", 1, 2}, {"CLUSTER_N", 1, 2}, {"KPIPE", 1, 2}, {NULL, 0, 0}};
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }

@@ -112,13 +112,15 @@ static void sm90_random(void) {
     int pingpong = bm >= 128 ? (int)((r >> 5) % 3) : 0;
     int cm = 1 + (int)((r >> 56) & 1), cn = 1 + (int)((r >> 58) & 1); /* clusters of 1, 2 or 4 */
     if (bm == 256 && bn > 128) bn = 128; /* registers: the kernel's static_assert */
+    /* two k-blocks in flight: one slice per warpgroup, no turns, 3 x BLOCK_N / 2 registers */
+    int kpipe = bm <= 128 && pingpong == 0 && (bm == 64 || bn <= 128) && ((r >> 60) & 1) ? 2 : 1;
     fprintf(f,
             "  - name: s%d\n    family: sm90\n    template: %s/templates/gemm_a8w8_blockscale_sm90.cuh\n"
             "    entry: \"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, "
-            "CLUSTER_N>\"\n"
+            "CLUSTER_N, KPIPE>\"\n"
             "    params: {BLOCK_M: %d, BLOCK_N: %d, STAGES: %d, GROUP_M: %d, SPLIT_K: %d, PINGPONG: %d, CLUSTER_M: %d, "
-            "CLUSTER_N: %d}\n",
-            v, getenv("AT_TEST_SOURCE_ROOT"), bm, bn, stages, group, split, pingpong, cm, cn);
+            "CLUSTER_N: %d, KPIPE: %d}\n",
+            v, getenv("AT_TEST_SOURCE_ROOT"), bm, bn, stages, group, split, pingpong, cm, cn, kpipe);
   }
   fprintf(f, "shapes:\n");
   for (int i = 0; i < 3; i++) {
