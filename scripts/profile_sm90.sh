@@ -1,6 +1,7 @@
 #!/bin/bash
 # profile_sm90.sh M N K PARAMS_JSON...: Nsight Compute on the GPU host, for one shape: each sm90
-# config given (a JSON object of its parameters) launched through the runtime library by
+# config given (a JSON object of all nine parameters, CLUSTER_M, CLUSTER_N and KPIPE included)
+# launched through the runtime library by
 # examples/gemm_a8w8_blockscale, then cuBLASLt's block-scaled FP8 kernel of the same shape.
 # Sections: speed of light, compute and memory workload, warp states. Output under $OUT.
 set -u
@@ -14,7 +15,7 @@ for params in "$@"; do
   i=$((i + 1))
   dir=/tmp/profile-cfg-$i
   mkdir -p $dir && rm -f $dir/*.json
-  entry='"variant": "sm90", "family": "sm90", "template": "gemm_a8w8_blockscale_sm90.cuh", "entry": "gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG>", "params": '"$params"', "tuned_M": [1], "time_us": [1.0]'
+  entry='"variant": "sm90", "family": "sm90", "template": "gemm_a8w8_blockscale_sm90.cuh", "entry": "gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, CLUSTER_N, KPIPE>", "params": '"$params"', "tuned_M": [1], "time_us": [1.0]'
   {
     printf '{"format": "autotune-configs/1", "op": "gemm_a8w8_blockscale", "tag": "A8W8_BLOCKSCALE", "device": "sm90", '
     printf '"device_name": "profile", "arch": "sm_90a", "N": %s, "K": %s, "buckets": {' "$n" "$k"
