@@ -13,5 +13,6 @@ int cmd_compare(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

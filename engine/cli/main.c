@@ -21,6 +21,7 @@ static const command COMMANDS[] = {
     {"export", cmd_export, "write the tuned configs as JSON files, bucketed by M"},
     {"query", cmd_query, "show the config chosen for a problem, and where it came from"},
     {"compare", cmd_compare, "time the tuned kernels, through the runtime library, against cuBLASLt"},
+    {"report", cmd_report, "print a DB's results per shape and variant (tables, --csv, --plot SVG), no GPU needed"},
     {"merge", cmd_merge, "combine tuning DBs (the shards of a space, one device model) into one"},
     {"version", cmd_version, "print the version, git commit and NVRTC version (also --version)"},
     {"worker", cmd_worker, NULL},

@@ -846,11 +846,6 @@ int at_store_devices(at_store *s, at_device_entry **out, size_t *n) {
 
 /* Candidates export trusts: of the version of each variant (op, name) that the latest run used (a
  * template edited and then reverted is current again), and not quarantined. */
-#define CURRENT_CANDIDATES                                                                                            \
-  "SELECT c.id FROM candidates c JOIN variants v ON v.id=c.variant_id WHERE c.quarantined=0 AND NOT EXISTS"           \
-  " (SELECT 1 FROM variants w WHERE w.op=v.op AND w.name=v.name AND (coalesce(w.last_run,0) > coalesce(v.last_run,0)" \
-  " OR (coalesce(w.last_run,0) = coalesce(v.last_run,0) AND w.id > v.id)))"
-
 int at_store_tuned_nks(at_store *s, const char *op, int64_t device_id, at_tuned_nk **out, size_t *n) {
   finalize_last(s);
   *out = NULL;
@@ -859,7 +854,7 @@ int at_store_tuned_nks(at_store *s, const char *op, int64_t device_id, at_tuned_
   SQL_CHECK(s, sqlite3_prepare_v2(s->db,
                                   "SELECT DISTINCT p.op, p.tag, p.n, p.k FROM results r JOIN problems p ON p.id=r.problem_id"
                                   " WHERE r.status='ok' AND r.device_id=?1 AND (?2 IS NULL OR p.op=?2)"
-                                  " AND r.candidate_id IN (" CURRENT_CANDIDATES ") ORDER BY p.op, p.tag, p.n, p.k",
+                                  " AND r.candidate_id IN (" AT_STORE_CURRENT_CANDIDATES ") ORDER BY p.op, p.tag, p.n, p.k",
                                   -1, &st, NULL));
   sqlite3_bind_int64(st, 1, device_id);
   bind_text(st, 2, op);
@@ -899,7 +894,7 @@ int at_store_tuned_rows(at_store *s, const char *op, const char *tag, int64_t de
                                   " w.problem_id=p.id AND w.device_id=r.device_id AND w.candidate_id=r.candidate_id)"
                                   " FROM results r JOIN problems p ON p.id=r.problem_id WHERE r.status='ok'"
                                   " AND r.time_us > 0 AND r.device_id=?1 AND p.op=?2 AND p.tag=?3 AND p.n=?4 AND p.k=?5"
-                                  " AND r.candidate_id IN (" CURRENT_CANDIDATES ") ORDER BY p.m, r.candidate_id",
+                                  " AND r.candidate_id IN (" AT_STORE_CURRENT_CANDIDATES ") ORDER BY p.m, r.candidate_id",
                                   -1, &st, NULL));
   sqlite3_bind_int64(st, 1, device_id);
   bind_text(st, 2, op);

@@ -127,6 +127,14 @@ int at_store_put_baseline_checked(at_store *s, int64_t problem_id, int64_t devic
 
 /* ---- reading what was tuned (export, query, runtime) ---- */
 
+/* The ids of the candidates whose results are trusted: not quarantined, of the version of each
+ * variant (op, name) that the latest run used (ties, which only tests make, to the higher id). An
+ * SQL text for `IN (...)` (docs/formats.md, "What export trusts"). */
+#define AT_STORE_CURRENT_CANDIDATES                                                                                   \
+  "SELECT c.id FROM candidates c JOIN variants v ON v.id=c.variant_id WHERE c.quarantined=0 AND NOT EXISTS"           \
+  " (SELECT 1 FROM variants w WHERE w.op=v.op AND w.name=v.name AND (coalesce(w.last_run,0) > coalesce(v.last_run,0)" \
+  " OR (coalesce(w.last_run,0) = coalesce(v.last_run,0) AND w.id > v.id)))"
+
 typedef struct at_device_entry {
   int64_t id;
   char name[128];
