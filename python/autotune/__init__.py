@@ -6,17 +6,23 @@
     c = rt.gemm_a8w8_blockscale(a, a_scale, b, b_scale)    # torch tensors on a CUDA device
     rt.gemm_a8w8_blockscale_ptr(a, a_scale, b, b_scale, c, m, n, k, stream)  # raw device pointers
 
-torch is imported only by the tensor call. The library is found as autotune._lib says
+The tensor call is the torch op torch.ops.autotune.gemm_a8w8_blockscale (autotune._torch), so
+torch.compile(fullgraph=True) and CUDA graph capture see one op. torch is imported only by the tensor
+call (or at once, when it was imported before autotune). The library is found as autotune._lib says
 ($AUTOTUNE_LIBRARY, pkg-config, the loader's path). Argument errors raise ValueError naming the
 argument; failures of CUDA, compiling or I/O raise RuntimeError with the library's message."""
+import itertools
 import json
 import os
+import sys
+import weakref
 from collections import namedtuple
 
 from . import _lib
 from ._lib import LibraryNotFound
 
-__all__ = ["Runtime", "Selection", "LibraryNotFound", "select", "gemm_a8w8_blockscale", "library_path"]
+__all__ = ["Runtime", "Selection", "LibraryNotFound", "select", "gemm_a8w8_blockscale", "check_gemm_a8w8_blockscale",
+           "torch_ops", "library_path"]
 __version__ = "0.1.0"
 
 OP_GEMM_A8W8_BLOCKSCALE = "gemm_a8w8_blockscale"
@@ -35,8 +41,9 @@ def _enc(s):
     return None if s is None else os.fsencode(s)
 
 
-def _raise(status, lib):
-    msg = lib.at_runtime_last_error().decode(errors="replace")
+def _raise(status, lib, msg=None):
+    if msg is None:
+        msg = lib.at_runtime_last_error().decode(errors="replace")
     raise (ValueError if status == STATUS_INVALID else RuntimeError)(msg)
 
 
@@ -61,8 +68,13 @@ class Runtime:
         if status != STATUS_OK:
             _raise(status, self._lib)
         self._h = h
+        # the key by which the torch ops name this runtime (an int in their schema)
+        self._key = next(_keys)
+        _runtimes[self._key] = weakref.ref(self)
 
     def close(self):
+        if _runtimes is not None:  # None while the interpreter shuts down
+            _runtimes.pop(getattr(self, "_key", None), None)
         if getattr(self, "_h", None):
             self._lib.at_runtime_close(self._h)
             self._h = None
@@ -115,32 +127,73 @@ class Runtime:
     def gemm_a8w8_blockscale(self, a, a_scale, b, b_scale, out=None):
         """The GEMM on torch tensors: a (M, K) and b (N, K) float8_e4m3fn, a_scale (M, K/128) and
         b_scale (ceil(N/128), K/128) float32, all row-major and on one CUDA device; returns out, a
-        (M, N) bfloat16 tensor (made when None). Runs on the current torch stream of that device."""
-        m, n, k = check_gemm_a8w8_blockscale(a, a_scale, b, b_scale, out)
-        import torch
-        if out is None:
-            out = torch.empty((m, n), dtype=torch.bfloat16, device=a.device)
-        with torch.cuda.device(a.device):
-            stream = torch.cuda.current_stream(a.device).cuda_stream
-            self.gemm_a8w8_blockscale_ptr(a.data_ptr(), a_scale.data_ptr(), b.data_ptr(), b_scale.data_ptr(),
-                                          out.data_ptr(), m, n, k, stream)
-        return out
+        (M, N) bfloat16 tensor (made by torch's allocator when None). Runs on the current torch
+        stream of that device, through the torch op torch.ops.autotune.gemm_a8w8_blockscale (or
+        ..._out when out is given): torch.compile and CUDA graph capture see one op."""
+        return _tensor_gemm(self._key, a, a_scale, b, b_scale, out)
 
 
-def check_gemm_a8w8_blockscale(a, a_scale, b, b_scale, out=None):
+# The open runtimes by key, for the torch ops (key 0: the module's runtime, opened on first use).
+_keys = itertools.count(1)
+_runtimes = {}
+
+
+def _runtime_of(key):
+    if key == 0:
+        return _default_runtime()
+    ref = _runtimes.get(key)
+    rt = ref() if ref is not None else None
+    if rt is None:
+        raise ValueError(f"the runtime is closed (key {key} of the torch op)")
+    return rt
+
+
+_torch_ops = None
+
+
+def torch_ops():
+    """The module of the torch ops (autotune._torch), importing torch and registering the ops
+    torch.ops.autotune.gemm_a8w8_blockscale and ..._out on first use. Importing autotune when torch
+    is already imported registers them at once."""
+    global _torch_ops
+    if _torch_ops is None:
+        try:
+            import torch  # noqa: F401
+        except ImportError as e:
+            raise ImportError("the tensor call needs torch (pip install torch); without it, use "
+                              "Runtime.gemm_a8w8_blockscale_ptr on device pointers") from e
+        from . import _torch
+        _torch_ops = _torch
+    return _torch_ops
+
+
+def _tensor_gemm(key, a, a_scale, b, b_scale, out):
+    ops = _torch_ops or torch_ops()
+    if out is None:
+        return ops.gemm(a, a_scale, b, b_scale, key)
+    ops.gemm_out(a, a_scale, b, b_scale, out, key)
+    return out
+
+
+_DTYPES = {"a": "torch.float8_e4m3fn", "a_scale": "torch.float32", "b": "torch.float8_e4m3fn",
+           "b_scale": "torch.float32", "out": "torch.bfloat16"}
+
+
+def check_gemm_a8w8_blockscale(a, a_scale, b, b_scale, out=None, fake=False):
     """The tensor rules of the GEMM (docs/operators.md), each failure a ValueError naming the
     argument; returns (M, N, K). Reads only dtype, device, shape, is_contiguous() and data_ptr(), so
-    it needs no GPU."""
-    args = (("a", a, "torch.float8_e4m3fn"), ("a_scale", a_scale, "torch.float32"), ("b", b, "torch.float8_e4m3fn"),
-            ("b_scale", b_scale, "torch.float32"))
+    it needs no GPU. fake: tensors without data (torch's FakeTensor while tracing, or meta tensors):
+    the alignment is not checked, and the meta device is accepted."""
+    args = (("a", a), ("a_scale", a_scale), ("b", b), ("b_scale", b_scale))
     if out is not None:
-        args += (("out", out, "torch.bfloat16"),)
-    for name, t, dtype in args:
+        args += (("out", out),)
+    for name, t in args:
         if not all(hasattr(t, x) for x in ("dtype", "device", "shape", "is_contiguous", "data_ptr")):
             raise ValueError(f"{name} must be a torch tensor (got {type(t).__name__})")
-        if str(t.dtype) != dtype:
-            raise ValueError(f"{name} must be {dtype} (got {t.dtype})")
-        if getattr(t.device, "type", None) != "cuda":
+        if str(t.dtype) != _DTYPES[name]:
+            raise ValueError(f"{name} must be {_DTYPES[name]} (got {t.dtype})")
+        kind = getattr(t.device, "type", None)
+        if kind != "cuda" and not (fake and kind == "meta"):
             raise ValueError(f"{name} must be on a CUDA device (got {t.device})")
         if t.device != a.device:
             raise ValueError(f"{name} is on {t.device}, a on {a.device}: all must be on one device")
@@ -157,10 +210,12 @@ def check_gemm_a8w8_blockscale(a, a_scale, b, b_scale, out=None):
     if n < 8 or n % 8:
         raise ValueError(f"b: N must be a positive multiple of 8 (got {n})")
     want = {"a_scale": (m, k // 128), "b": (n, k), "b_scale": ((n + 127) // 128, k // 128), "out": (m, n)}
-    for name, t, _ in args[1:]:
+    for name, t in args[1:]:
         if tuple(t.shape) != want[name]:
             raise ValueError(f"{name} must have shape {want[name]} for M={m}, N={n}, K={k} (got {tuple(t.shape)})")
-    for name, t, _ in args:
+    if fake:
+        return m, n, k
+    for name, t in args:
         align = 4 if name.endswith("_scale") else 16
         if t.data_ptr() % align:
             raise ValueError(f"{name} must be {align}-byte aligned (its data starts at {t.data_ptr():#x})")
@@ -185,5 +240,12 @@ def select(op, M, N, K, device=None):
 
 
 def gemm_a8w8_blockscale(a, a_scale, b, b_scale, out=None):
-    """Runtime.gemm_a8w8_blockscale on the module's runtime ($AUTOTUNE_CONFIGS, $AUTOTUNE_DB)."""
-    return _default_runtime().gemm_a8w8_blockscale(a, a_scale, b, b_scale, out)
+    """Runtime.gemm_a8w8_blockscale on the module's runtime ($AUTOTUNE_CONFIGS, $AUTOTUNE_DB), opened
+    by the op's first launch: torch.ops.autotune.gemm_a8w8_blockscale(a, a_scale, b, b_scale), or
+    ..._out(a, a_scale, b, b_scale, out) when out is given (returned)."""
+    return _tensor_gemm(0, a, a_scale, b, b_scale, out)
+
+
+# torch already imported: register the ops now, so that torch.compile never traces their import.
+if "torch" in sys.modules:
+    torch_ops()

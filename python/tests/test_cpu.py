@@ -1,14 +1,22 @@
 """test_cpu.py: the Python package without a GPU (the unit suite runs it with PYTHONPATH=python and
-AUTOTUNE_LIBRARY=the build's libautotune): import, select with a named device against the committed
-configs, argument errors naming the argument (the package's own checks on tensors, with stand-ins
-for torch tensors, and the library's on raw pointers), and a clear error when the library is
-missing."""
+AUTOTUNE_LIBRARY=the build's libautotune): import (without torch too), select with a named device
+against the committed configs, argument errors naming the argument (the package's own checks on
+tensors, with stand-ins for torch tensors, and the library's on raw pointers), and a clear error
+when the library is missing. Where torch is installed: the ops' registration, their fake
+implementation (FakeTensor and meta tensors: output shape and dtype, errors), torch.library.opcheck,
+torch.compile(fullgraph=True) tracing them, and the launch path's quick check against the full one."""
 import os
+import re
 import subprocess
 import sys
 import unittest
 
 import autotune
+
+try:
+    import torch
+except ImportError:
+    torch = None
 
 ROOT = os.environ.get("AT_TEST_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 CONFIGS = os.path.join(ROOT, "configs")
@@ -129,6 +137,30 @@ class TestPackage(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "closed"):
             self.rt.select(OP, 1, 1024, 1024, device="sm90")
 
+    def test_import_without_torch(self):
+        """The package imports, selects and checks pointers where torch cannot be imported; the
+        tensor call then says it needs torch. Importing it does not import torch."""
+        code = ("import sys\n"
+                "class NoTorch:\n"
+                "    def find_spec(self, name, path=None, target=None):\n"
+                "        if name == 'torch' or name.startswith('torch.'):\n"
+                "            raise ImportError('no torch here')\n"
+                "sys.meta_path.insert(0, NoTorch())\n"
+                "import autotune\n"
+                "rt = autotune.Runtime(configs_dir=sys.argv[1])\n"
+                "print(rt.select('gemm_a8w8_blockscale', 64, 1024, 1024, device='sm90').bucket)\n"
+                "try:\n"
+                "    autotune.gemm_a8w8_blockscale(1, 2, 3, 4)\n"
+                "except ImportError as e:\n"
+                "    print('ImportError:', e)\n")
+        r = subprocess.run([sys.executable, "-c", code, CONFIGS], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("M_LEQ_64", r.stdout)
+        self.assertIn("ImportError: the tensor call needs torch", r.stdout)
+        r = subprocess.run([sys.executable, "-c", "import sys, autotune; print('torch' in sys.modules)"],
+                           capture_output=True, text=True)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "False"), r.stderr)
+
     def test_library_missing(self):
         env = dict(os.environ, AUTOTUNE_LIBRARY="/nonexistent/libautotune.so.0")
         r = subprocess.run([sys.executable, "-c", "import autotune; autotune.select('x', 1, 8, 128, 'sm90')"], env=env,
@@ -136,6 +168,168 @@ class TestPackage(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("LibraryNotFound", r.stderr)
         self.assertIn("AUTOTUNE_LIBRARY", r.stderr)
+
+
+def meta_operands(m=64, n=1024, k=1024, device="meta"):
+    return (torch.empty((m, k), dtype=torch.float8_e4m3fn, device=device),
+            torch.empty((m, k // 128), dtype=torch.float32, device=device),
+            torch.empty((n, k), dtype=torch.float8_e4m3fn, device=device),
+            torch.empty(((n + 127) // 128, k // 128), dtype=torch.float32, device=device))
+
+
+class CudaLike(Tensor):
+    """A stand-in for a CUDA torch tensor as the launch path's quick check reads it."""
+
+    def __init__(self, shape, dtype, device=None, ptr=1 << 20, contiguous=True):
+        super().__init__(torch.Size(shape), getattr(torch, dtype.split(".")[1]), device, ptr, contiguous)
+        self.is_cuda = self.device.type == "cuda"
+
+    def get_device(self):
+        return self.device.index if self.is_cuda else -1
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class TestTorchOp(unittest.TestCase):
+    """The torch ops without a GPU: registration, fake implementation, tracing."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.ops = autotune.torch_ops()
+
+    def test_registered(self):
+        op = torch.ops.autotune.gemm_a8w8_blockscale.default
+        self.assertEqual(str(op._schema), "autotune::gemm_a8w8_blockscale(Tensor a, Tensor a_scale, Tensor b, "
+                                          "Tensor b_scale, int runtime=0) -> Tensor")
+        out = torch.ops.autotune.gemm_a8w8_blockscale_out.default
+        self.assertEqual(str(out._schema), "autotune::gemm_a8w8_blockscale_out(Tensor a, Tensor a_scale, Tensor b, "
+                                           "Tensor b_scale, Tensor(a!) out, int runtime=0) -> ()")
+        self.assertIs(self.ops.gemm, op)
+        # torch imported first: importing autotune registers the ops at once
+        r = subprocess.run([sys.executable, "-c", "import torch, autotune; "
+                            "print(torch.ops.autotune.gemm_a8w8_blockscale.default._schema.name)"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.stdout.strip(), "autotune::gemm_a8w8_blockscale", r.stderr)
+
+    def test_fake(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode():
+            args = meta_operands(100, 1032, 512, device="cuda")
+            c = autotune.gemm_a8w8_blockscale(*args)
+            self.assertEqual((tuple(c.shape), c.dtype, c.device.type), ((100, 1032), torch.bfloat16, "cuda"))
+            out = torch.empty((100, 1032), dtype=torch.bfloat16, device="cuda")
+            self.assertIs(autotune.gemm_a8w8_blockscale(*args, out=out), out)
+            with self.assertRaisesRegex(ValueError, r"b_scale must have shape \(9, 4\)"):
+                autotune.gemm_a8w8_blockscale(*args[:3], torch.empty((8, 4), device="cuda"))
+            with self.assertRaisesRegex(ValueError, "out must be torch.bfloat16"):
+                autotune.gemm_a8w8_blockscale(*args, out=out.float())
+            with self.assertRaisesRegex(ValueError, "a must be torch.float8_e4m3fn"):
+                autotune.gemm_a8w8_blockscale(args[0].to(torch.float16), *args[1:])
+        c = autotune.gemm_a8w8_blockscale(*meta_operands(7, 256, 384))  # meta tensors: the fake too
+        self.assertEqual((tuple(c.shape), c.dtype, c.device.type), ((7, 256), torch.bfloat16, "meta"))
+        with self.assertRaisesRegex(ValueError, "a must be 2-D"):
+            autotune.gemm_a8w8_blockscale(torch.empty((1, 64, 1024), dtype=torch.float8_e4m3fn, device="meta"),
+                                          *meta_operands()[1:])
+
+    def test_cpu_tensors(self):
+        with self.assertRaisesRegex(ValueError, "a must be on a CUDA device"):
+            autotune.gemm_a8w8_blockscale(*meta_operands(device="cpu"))
+        args = meta_operands(device="cpu")
+        with self.assertRaisesRegex(ValueError, "a must be torch.float8_e4m3fn"):
+            autotune.gemm_a8w8_blockscale(args[0].to(torch.float16), *args[1:])
+        with self.assertRaisesRegex(ValueError, "a must be on a CUDA device"):
+            autotune.gemm_a8w8_blockscale(*args, out=torch.empty((64, 1024), dtype=torch.bfloat16))
+
+    def test_opcheck(self):
+        """torch's own checks of a custom op (schema, fake vs kernel, AOT dispatch) on meta tensors."""
+        args = meta_operands(48, 512, 256)
+        for op, extra in ((torch.ops.autotune.gemm_a8w8_blockscale.default, ()),
+                          (torch.ops.autotune.gemm_a8w8_blockscale_out.default,
+                           (torch.empty((48, 512), dtype=torch.bfloat16, device="meta"),))):
+            result = torch.library.opcheck(op, args + extra)
+            self.assertEqual(set(result.values()), {"SUCCESS"}, result)
+
+    def test_compile(self):
+        """torch.compile(fullgraph=True) traces the module call, a Runtime's call and out=, with a
+        dynamic M, without a graph break (the aot_eager backend: on meta tensors, no GPU)."""
+        torch._dynamo.reset()
+        rt = autotune.Runtime(configs_dir=CONFIGS)
+
+        def f(a, a_scale, b, b_scale):
+            c = autotune.gemm_a8w8_blockscale(a, a_scale, b, b_scale)
+            d = rt.gemm_a8w8_blockscale(a, a_scale, b, b_scale, out=torch.empty_like(c))
+            return c.float() + d.float()
+
+        cf = torch.compile(f, fullgraph=True, backend="aot_eager", dynamic=True)
+        for m in (64, 33):
+            got = cf(*meta_operands(m, 1024, 512))
+            self.assertEqual((tuple(got.shape), got.dtype), ((m, 1024), torch.float32))
+        # a wrong argument fails the trace, torch's error carrying the fake implementation's message
+        bad = meta_operands(64, 1024, 512)[:3] + (torch.empty((3, 4), device="meta"),)
+        with self.assertRaisesRegex(Exception, r"b_scale must have shape \(8, 4\)"):
+            torch.compile(lambda *x: autotune.gemm_a8w8_blockscale(*x), fullgraph=True, backend="aot_eager")(*bad)
+        rt.close()
+
+    def test_quick_check(self):
+        """The launch path's quick check accepts what the full check accepts, and raises the full
+        check's error for everything else."""
+        quick = self.ops.check
+        full = autotune.check_gemm_a8w8_blockscale
+
+        def args(m=64, n=1024, k=1024, **change):
+            d = dict(a=CudaLike((m, k), "torch.float8_e4m3fn"), a_scale=CudaLike((m, k // 128), "torch.float32"),
+                     b=CudaLike((n, k), "torch.float8_e4m3fn"),
+                     b_scale=CudaLike(((n + 127) // 128, k // 128), "torch.float32"),
+                     out=CudaLike((m, n), "torch.bfloat16"))
+            d.update(change)
+            return d
+
+        for shape in ((64, 1024, 1024), (1, 8, 128), (5, 1032, 384)):
+            self.assertEqual(quick(**args(*shape)), shape + (0,))
+            self.assertEqual(quick(**dict(args(*shape), out=None)), shape + (0,))
+        on1 = {k: CudaLike(v.shape, str(v.dtype), device=Device("cuda", 1)) for k, v in args().items()}
+        self.assertEqual(quick(**on1), (64, 1024, 1024, 1))
+        cases = [
+            dict(a=CudaLike((64, 1024), "torch.float16")),
+            dict(b=CudaLike((1024, 1024), "torch.float8_e5m2")),
+            dict(a_scale=CudaLike((64, 8), "torch.bfloat16")),
+            dict(out=CudaLike((64, 1024), "torch.float32")),
+            dict(b=CudaLike((1024, 1024), "torch.float8_e4m3fn", device=Device("cpu"))),
+            dict(b_scale=CudaLike((8, 8), "torch.float32", device=Device("cuda", 1))),
+            dict(out=CudaLike((64, 1024), "torch.bfloat16", device=Device("cuda", 1))),
+            dict(b=CudaLike((1024, 1024), "torch.float8_e4m3fn", contiguous=False)),
+            dict(out=CudaLike((64, 1024), "torch.bfloat16", contiguous=False)),
+            dict(a_scale=CudaLike((64, 7), "torch.float32")),
+            dict(a_scale=CudaLike((64, 8, 1), "torch.float32")),
+            dict(b=CudaLike((1024, 512), "torch.float8_e4m3fn")),
+            dict(out=CudaLike((64, 1000), "torch.bfloat16")),
+            dict(a=CudaLike((64, 1024), "torch.float8_e4m3fn", ptr=(1 << 20) + 8)),
+            dict(b=CudaLike((1024, 1024), "torch.float8_e4m3fn", ptr=(1 << 20) + 1)),
+            dict(out=CudaLike((64, 1024), "torch.bfloat16", ptr=(1 << 20) + 2)),
+            dict(b_scale=CudaLike((8, 8), "torch.float32", ptr=(1 << 20) + 2)),
+            dict(a_scale=CudaLike((64, 8), "torch.float32", ptr=(1 << 20) + 1)),
+            dict(a=[[1]]),
+            dict(a=CudaLike((0, 1024), "torch.float8_e4m3fn"), a_scale=CudaLike((0, 8), "torch.float32"),
+                 out=CudaLike((0, 1024), "torch.bfloat16")),
+        ]
+        for i, change in enumerate(cases):
+            with self.subTest(case=i, change=sorted(change)):
+                a = args(**change)
+                with self.assertRaises(ValueError) as want:
+                    full(**a)
+                with self.assertRaisesRegex(ValueError, "^" + re.escape(str(want.exception)) + "$"):
+                    quick(**a)
+        for k in (1000, 64, 0):
+            a = args(k=k)
+            with self.assertRaises(ValueError) as want:
+                full(**a)
+            with self.assertRaisesRegex(ValueError, re.escape(str(want.exception))):
+                quick(**a)
+        for n in (1020, 0):
+            a = args(n=n)
+            with self.assertRaises(ValueError) as want:
+                full(**a)
+            with self.assertRaisesRegex(ValueError, re.escape(str(want.exception))):
+                quick(**a)
 
 
 if __name__ == "__main__":
