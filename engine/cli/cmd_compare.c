@@ -1,10 +1,14 @@
-/* cmd_compare.c: `autotune compare SPACE.yaml`: per shape, the tuned config through the runtime
- * library's own launch path against cuBLASLt's block-scaled FP8 GEMM, checked and timed in one
- * process, same inputs, same method (docs/usage.md, docs/timing.md).
+/* cmd_compare.c: `autotune compare SPACE.yaml`: per shape, every provider asked for, side by side,
+ * in one table and one JSON schema (core/results.h): the tuned configs through the runtime library's
+ * own launch path (autotune), the op's built-in config through the same path (default), cuBLASLt's
+ * block-scaled FP8 GEMM (cublaslt), the cuBLAS FP32 reference (cublas), and results another tool
+ * wrote in the schema (file:PATH). Docs: docs/usage.md, "autotune compare".
  *
- * This process never touches CUDA: a compare worker (gpu/compare.h) does the GPU work and streams
- * back what it starts (STEP frames) and each shape's results. When the worker dies, the last step
- * says on which shape and provider; the shape is reported as such and a new worker takes the next. */
+ * The live providers run on the GPU in a compare worker (compare_session.h), checked and timed in
+ * one process on the same inputs; a file's providers are read before anything runs, and a file
+ * without a record for a shape of the list is an input error naming both. With only files, no GPU
+ * is needed. The first provider is compared with each of the others: the ratio of their times. */
+#include <ctype.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,62 +16,73 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../core/device.h"
-#include "../core/proto.h"
+#include "../core/results.h"
 #include "../core/shapefile.h"
 #include "../core/space.h"
 #include "../core/util.h"
-#include "../core/workerproc.h"
 #include "commands.h"
-
-static const char *const PROVIDERS[AT_CMP_NPROVIDERS] = {"autotune", "cublaslt"};
-
-/* A worker that says nothing for this long is taken as hung: the first launch of a config includes
- * its NVRTC compile, and a large shape's input sets take a while to make. */
-enum { STEP_TIMEOUT_S = 600 };
+#include "compare_session.h"
 
 static const char *USAGE =
-    "usage: autotune compare SPACE.yaml [--providers autotune,cublaslt] [--db PATH] [--configs DIR]\n"
-    "                        [--shapes FILE] [--json FILE] [--gpu N]\n\n"
-    "Times, per shape of the space, the tuned config through the runtime library's launch path\n"
-    "(at_gemm_a8w8_blockscale) and cuBLASLt's block-scaled FP8 GEMM, in one process on the same\n"
-    "input sets, each checked against the cuBLAS reference first; prints times, TFLOP/s, the ratio,\n"
-    "the share of the roofline floor and the config the runtime chose, then geometric means.\n"
-    "Exit status 1 when a provider has no checked time for a shape.\n\n"
+    "usage: autotune compare SPACE.yaml [--providers LIST] [--db PATH] [--configs DIR] [--shapes FILE]\n"
+    "                        [--only NAME,...] [--json FILE] [--gpu N]\n\n"
+    "Times, per shape of the space, every provider asked for, each checked against the cuBLAS reference\n"
+    "first, the live ones side by side in one process on the same input sets; prints times, TFLOP/s,\n"
+    "the share of the roofline floor, the ratio of the first provider's time to each other's and the\n"
+    "config the runtime chose, then geometric means. Exit status 1 when a provider has no checked time\n"
+    "for a shape; 2 when a file has no record for one.\n\n"
+    "providers (comma-separated, in the order of the table; default autotune,cublaslt):\n"
+    "  autotune          the tuned configs, through the runtime library's launch path\n"
+    "  default           the op's built-in (untuned) config, through the same path: the baseline\n"
+    "  cublaslt          cuBLASLt's block-scaled FP8 GEMM (the vendor kernel)\n"
+    "  cublas            the cuBLAS FP32 GEMM that makes the reference (not checked: it is the reference)\n"
+    "  file:PATH         every provider of a results file another tool wrote (docs/formats.md)\n\n"
     "options:\n"
-    "  --providers LIST  autotune, cublaslt or both, comma-separated (default: both)\n"
     "  --db PATH         the runtime's DB (default $AUTOTUNE_DB, else tuned/autotune.db, when it exists)\n"
     "  --configs DIR     the runtime's exported configs (default configs, when it exists)\n"
-    "  --shapes FILE     these shapes instead of the space's: a CSV file (.csv) with the header M,N,K,\n"
-    "                    or a YAML list of shape groups like the space's shapes section\n"
-    "  --json FILE       also write everything as JSON (docs/formats.md)\n"
+    "  --shapes FILE     these shapes instead of the space's: CSV with the columns M,N,K (and name), or\n"
+    "                    YAML shape groups like the space's shapes section\n"
+    "  --only NAME,...   only the shape groups of these names (and those under them, NAME/...)\n"
+    "  --json FILE       also write every result as a results file (docs/formats.md)\n"
     "  --gpu N           the GPU to run on (default 0)\n";
 
+enum { MAX_COLUMNS = 32 };
+
+typedef struct column {
+  int live;          /* AT_CMP_*, or -1: a provider of files[file] */
+  int file;
+  const char *name;  /* the provider's own name (in its file) */
+  char label[96];    /* its name in the table and the JSON */
+  char code[4];      /* its short name in the ratio headers */
+} column;
+
 typedef struct options {
-  const char *space, *shapes, *json, *db, *configs;
-  int use[AT_CMP_NPROVIDERS];
+  const char *space, *shapes, *only, *json, *db, *configs, *providers;
   int gpu;
 } options;
 
-static int parse_providers(const char *list, int use[AT_CMP_NPROVIDERS]) {
-  memset(use, 0, sizeof(int) * AT_CMP_NPROVIDERS);
-  char *copy = at_xstrdup(list), *save = NULL;
-  int n = 0, rc = AT_OK;
-  for (char *tok = strtok_r(copy, ",", &save); tok && rc == AT_OK; tok = strtok_r(NULL, ",", &save)) {
-    int p = -1;
-    for (int i = 0; i < AT_CMP_NPROVIDERS; i++)
-      if (strcmp(tok, PROVIDERS[i]) == 0) p = i;
-    if (p < 0)
-      rc = at_fail(AT_ERR_INPUT, "--providers: unknown provider '%s' (known: autotune, cublaslt)", tok);
-    else if (use[p])
-      rc = at_fail(AT_ERR_INPUT, "--providers: '%s' is listed twice", tok);
-    else
-      use[p] = 1, n++;
-  }
-  free(copy);
-  if (rc == AT_OK && n == 0) rc = at_fail(AT_ERR_INPUT, "--providers: empty list (known: autotune, cublaslt)");
-  return rc;
-}
+typedef struct run {
+  const options *o;
+  const at_space *space;
+  column cols[MAX_COLUMNS];
+  size_t ncols;
+  at_results_file *files;
+  size_t nfiles;
+  int use[AT_CMP_NPROVIDERS], nlive;
+  cmp_session S;
+  at_compare_reply *reps; /* one per shape */
+} run;
+
+/* What a column says about a shape, live or from a file. */
+typedef struct cell {
+  const char *status, *message, *kernel;
+  double time_us, time_min_us, time_max_us, check_ratio, max_abs_err;
+  int64_t samples, bad_count;
+  const at_compare_result *live; /* the worker's result, for a live column */
+  const at_result_rec *rec;      /* the file's record, for a file column */
+} cell;
+
+/* ---- options and providers -------------------------------------------------------------------- */
 
 static int is_dir(const char *path) {
   struct stat st;
@@ -77,26 +92,22 @@ static int is_dir(const char *path) {
 static int parse_options(int argc, char **argv, options *o) {
   static const struct option LONG[] = {{"providers", required_argument, 0, 'p'}, {"db", required_argument, 0, 'd'},
                                        {"configs", required_argument, 0, 'c'},   {"shapes", required_argument, 0, 's'},
-                                       {"json", required_argument, 0, 'j'},      {"gpu", required_argument, 0, 'g'},
-                                       {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+                                       {"only", required_argument, 0, 'o'},      {"json", required_argument, 0, 'j'},
+                                       {"gpu", required_argument, 0, 'g'},       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
-  for (int i = 0; i < AT_CMP_NPROVIDERS; i++) o->use[i] = 1;
+  o->providers = "autotune,cublaslt";
   optind = 1;
   opterr = 0;
   for (int ch; (ch = getopt_long(argc, argv, ":h", LONG, NULL)) != -1;) {
     switch (ch) {
-    case 'p': AT_TRY(parse_providers(optarg, o->use)); break;
+    case 'p': o->providers = optarg; break;
     case 'd': o->db = optarg; break;
     case 'c': o->configs = optarg; break;
     case 's': o->shapes = optarg; break;
+    case 'o': o->only = optarg; break;
     case 'j': o->json = optarg; break;
-    case 'g': {
-      int64_t g;
-      if (at_parse_i64(optarg, &g) != 0 || g < 0 || g > 1024)
-        return at_fail(AT_ERR_INPUT, "--gpu: expects a GPU index (0, 1, ...), got '%s'", optarg);
-      o->gpu = (int)g;
-      break;
-    }
+    case 'g': AT_TRY(cmp_parse_gpu(optarg, &o->gpu)); break;
     case 'h': fputs(USAGE, stdout); return -1;
     case ':': return at_fail(AT_ERR_INPUT, "compare: option %s needs a value (see --help)", argv[optind - 1]);
     default: return at_fail(AT_ERR_INPUT, "compare: unknown option '%s' (see --help)", argv[optind - 1]);
@@ -109,157 +120,177 @@ static int parse_options(int argc, char **argv, options *o) {
   /* What the user names must exist; the defaults are used when they do. */
   if (o->db && !at_file_exists(o->db)) return at_fail(AT_ERR_INPUT, "--db: %s: no such DB", o->db);
   if (o->configs && !is_dir(o->configs)) return at_fail(AT_ERR_INPUT, "--configs: %s is not a directory", o->configs);
-  if (!o->db) {
-    const char *env = getenv("AUTOTUNE_DB");
-    const char *d = env && *env ? env : "tuned/autotune.db";
-    if (at_file_exists(d)) o->db = d;
-  }
-  if (!o->configs && is_dir("configs")) o->configs = "configs";
+  cmp_default_sources(&o->db, &o->configs);
   return AT_OK;
 }
 
-/* ---- one shape on the worker ------------------------------------------------------------------ */
+static const char *const CODES[AT_CMP_NPROVIDERS] = {"at", "lt", "df", "bl"};
 
-typedef struct run {
-  const options *o;
-  const at_space *space;
-  const at_shape *shapes;
-  size_t nshapes;
-  at_worker w;
-  at_device_info dev;
-  char arch[16];
-  at_peak_reply peak;
-  int have_peak;
-  at_compare_reply *reps; /* one per shape */
-} run;
-
-static const char *provider_name(int p) { return p >= 0 && p < AT_CMP_NPROVIDERS ? PROVIDERS[p] : "-"; }
-
-static int start_worker(run *R) {
-  AT_TRY(at_worker_start_mode(R->o->gpu, "--compare", &R->w));
-  R->dev = R->w.info;
-  at_arch_for_cc(R->dev.cc, R->arch);
-  if (R->have_peak) return AT_OK;
-  void *p = NULL;
-  size_t len = 0;
-  int rc = at_worker_call(&R->w, AT_MSG_PEAK, NULL, 0, NULL, 0, 300.0, AT_MSG_PEAK_REPLY, &p, &len);
-  if (rc == AT_PROTO_TIMEOUT || rc == AT_PROTO_EOF)
-    return at_fail(AT_ERR_RUNTIME, "GPU %d: the compare worker %s measuring the peak rates (%s)", R->o->gpu,
-                   rc == AT_PROTO_TIMEOUT ? "hung" : "died", R->w.exit_reason);
-  AT_TRY(rc);
-  memcpy(&R->peak, p, len < sizeof R->peak ? len : sizeof R->peak);
-  free(p);
-  R->have_peak = 1;
-  return AT_OK;
-}
-
-/* Marks every provider asked for without a result, after the worker was lost on `at`. */
-static void worker_lost(run *R, at_compare_reply *rep, const at_compare_step *at, const char *how) {
-  for (int p = 0; p < AT_CMP_NPROVIDERS; p++) {
-    at_compare_result *r = &rep->r[p];
-    if (!R->o->use[p]) continue;
-    snprintf(r->status, sizeof r->status, "%s", p == at->provider ? "fault" : "error");
-    if (p == at->provider)
-      snprintf(r->message, sizeof r->message, "the compare worker %s during its %s", how, at->what);
-    else
-      snprintf(r->message, sizeof r->message, "no result: the compare worker %s during %s's %s", how,
-               at->provider < 0 ? "the shape" : provider_name(at->provider), at->provider < 0 ? "setup" : at->what);
-  }
-}
-
-static int compare_shape(run *R, size_t i) {
-  const at_space *s = R->space;
-  const at_shape *sh = &R->shapes[i];
-  at_compare_reply *rep = &R->reps[i];
-  memset(rep, 0, sizeof *rep);
-  for (int p = 0; p < AT_CMP_NPROVIDERS; p++) rep->r[p].check_ratio = rep->r[p].max_abs_err = -1;
-  if (!at_worker_alive(&R->w)) AT_TRY(start_worker(R));
-
-  at_compare_req *q = at_xcalloc(1, sizeof *q);
-  snprintf(q->shape.op, sizeof q->shape.op, "%s", s->op_name);
-  q->shape.m = sh->m, q->shape.n = sh->n, q->shape.k = sh->k;
-  q->shape.seed = s->seed;
-  q->shape.l2_multiple = s->timing.l2_multiple;
-  q->shape.warmup = s->timing.warmup;
-  q->shape.samples = s->timing.retime_samples; /* a side-by-side timing, like the tuner's re-timing */
-  q->shape.atol = s->atol, q->shape.rtol = s->rtol, q->shape.gamma = s->gamma;
-  for (int p = 0; p < AT_CMP_NPROVIDERS; p++) q->use[p] = R->o->use[p];
-  snprintf(q->db_path, sizeof q->db_path, "%s", R->o->db ? R->o->db : "");
-  snprintf(q->configs_dir, sizeof q->configs_dir, "%s", R->o->configs ? R->o->configs : "");
-  snprintf(q->tag, sizeof q->tag, "%s", s->tag);
-  int rc = at_msg_send(R->w.to_fd, AT_MSG_COMPARE, q, sizeof *q);
-  free(q);
-
-  at_compare_step at = {-1, "setup"};
-  const char *how = NULL;
-  char why[200];
-  while (rc == AT_OK) {
-    uint32_t type = 0;
-    void *p = NULL;
-    size_t len = 0;
-    rc = at_msg_recv(R->w.from_fd, STEP_TIMEOUT_S, &type, &p, &len);
-    if (rc == AT_PROTO_TIMEOUT || rc == AT_PROTO_EOF) break;
-    if (rc) return rc;
-    if (type == AT_MSG_COMPARE_STEP && len == sizeof at) {
-      memcpy(&at, p, sizeof at);
-      at.what[sizeof at.what - 1] = 0;
-    } else if (type == AT_MSG_COMPARE_REPLY && len == sizeof *rep) {
-      memcpy(rep, p, sizeof *rep);
-      free(p);
-      if (rep->sticky) at_worker_kill(&R->w); /* it exits after a fault; reap it */
-      return AT_OK;
-    } else {
-      rc = at_fail(AT_ERR_RUNTIME, "GPU %d: the compare worker answered M=%lld N=%lld K=%lld with %s", R->o->gpu,
-                   (long long)sh->m, (long long)sh->n, (long long)sh->k,
-                   type == AT_MSG_ERROR ? (const char *)p : "a message of the wrong kind");
-      free(p);
-      at_worker_kill(&R->w);
-      return rc;
+static int add_column(run *R, int live, int file, const char *name) {
+  if (R->ncols == MAX_COLUMNS) return at_fail(AT_ERR_INPUT, "--providers: at most %d providers", MAX_COLUMNS);
+  column *c = &R->cols[R->ncols];
+  memset(c, 0, sizeof *c);
+  c->live = live, c->file = file, c->name = name;
+  snprintf(c->label, sizeof c->label, "%s", name);
+  snprintf(c->code, sizeof c->code, "%.2s", live >= 0 ? CODES[live] : name);
+  for (size_t i = 0; i < R->ncols; i++) /* the same name twice: the file's gets its file's name */
+    if (strcmp(R->cols[i].label, c->label) == 0) {
+      if (live >= 0) return at_fail(AT_ERR_INPUT, "--providers: '%s' is listed twice", name);
+      /* NAME+STEM, STEM the file's name without its extension, in the characters a name may have */
+      const char *path = R->files[file].path, *base = strrchr(path, '/');
+      snprintf(c->label, sizeof c->label, "%s+%s", name, base ? base + 1 : path);
+      char *dot = strrchr(c->label + strlen(name) + 1, '.');
+      if (dot && dot != c->label + strlen(name) + 1) *dot = 0;
+      for (char *p = c->label; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("_-.+", *p)) *p = '_';
+      c->label[63] = 0;
+      for (size_t j = 0; j < R->ncols; j++)
+        if (strcmp(R->cols[j].label, c->label) == 0)
+          return at_fail(AT_ERR_INPUT, "--providers: provider '%s' of %s is listed twice", name, path);
     }
-    free(p);
-  }
-  /* The worker died or hung: say where, and go on with a new one for the next shape. */
-  if (rc == AT_PROTO_TIMEOUT) {
-    snprintf(why, sizeof why, "hung (no word for %d s)", STEP_TIMEOUT_S);
-    at_worker_kill(&R->w);
-  } else {
-    at_worker_kill(&R->w); /* already gone: this reaps it and says how */
-    snprintf(why, sizeof why, "died (%s)", R->w.exit_reason);
-  }
-  how = why;
-  worker_lost(R, rep, &at, how);
-  fprintf(stderr, "autotune: compare: the worker %s on M=%lld N=%lld K=%lld, provider %s, during %s\n", how,
-          (long long)sh->m, (long long)sh->n, (long long)sh->k,
-          at.provider < 0 ? "(none: the shape's setup)" : provider_name(at.provider), at.what);
+  R->ncols++;
   return AT_OK;
 }
 
-/* ---- report ----------------------------------------------------------------------------------- */
-
-typedef struct derived {
-  double tflops[AT_CMP_NPROVIDERS], roof[AT_CMP_NPROVIDERS];
-  double ratio; /* autotune / cublaslt time; 0 when either is missing */
-} derived;
-
-static int is_ok(const at_compare_result *r) { return strcmp(r->status, "ok") == 0 && r->time_us > 0; }
-
-static void derive(const run *R, size_t i, derived *d) {
-  memset(d, 0, sizeof *d);
-  const at_shape *sh = &R->shapes[i];
-  const at_compare_reply *rep = &R->reps[i];
-  double flops = R->space->op->flops(sh), bytes = R->space->op->min_bytes(sh);
-  double floor_s = 0;
-  if (R->peak.fp8_tflops > 0) floor_s = flops / (R->peak.fp8_tflops * 1e12);
-  if (R->peak.copy_gbs > 0 && bytes / (R->peak.copy_gbs * 1e9) > floor_s) floor_s = bytes / (R->peak.copy_gbs * 1e9);
-  for (int p = 0; p < AT_CMP_NPROVIDERS; p++) {
-    if (!is_ok(&rep->r[p])) continue;
-    double sec = rep->r[p].time_us * 1e-6;
-    d->tflops[p] = flops / sec / 1e12;
-    d->roof[p] = floor_s > 0 ? 100.0 * floor_s / sec : 0;
+/* --providers: the live ones, and every provider of each file:PATH (the files read here). */
+static int parse_providers(run *R, const char *list) {
+  char *copy = at_xstrdup(list), *save = NULL;
+  int rc = AT_OK;
+  for (char *tok = strtok_r(copy, ",", &save); tok && rc == AT_OK; tok = strtok_r(NULL, ",", &save)) {
+    if (strncmp(tok, "file:", 5) == 0) {
+      if (!tok[5]) {
+        rc = at_fail(AT_ERR_INPUT, "--providers: file: needs a path (file:PATH)");
+        break;
+      }
+      R->files = at_xrealloc(R->files, sizeof *R->files * (R->nfiles + 1));
+      at_results_file *f = &R->files[R->nfiles];
+      if ((rc = at_results_load(tok + 5, f))) {
+        at_errctx("--providers file:%s", tok + 5);
+        break;
+      }
+      R->nfiles++;
+      for (size_t p = 0; p < f->nproviders && rc == AT_OK; p++) rc = add_column(R, -1, (int)R->nfiles - 1, f->providers[p]);
+      continue;
+    }
+    int p = -1;
+    for (int i = 0; i < AT_CMP_NPROVIDERS; i++)
+      if (strcmp(tok, CMP_PROVIDERS[i]) == 0) p = i;
+    if (p < 0) {
+      rc = at_fail(AT_ERR_INPUT, "--providers: unknown provider '%s' (known: autotune, default, cublaslt, cublas, file:PATH)",
+                   tok);
+      break;
+    }
+    rc = add_column(R, p, -1, CMP_PROVIDERS[p]);
+    if (rc == AT_OK) R->use[p] = 1, R->nlive++;
   }
-  if (is_ok(&rep->r[AT_CMP_AUTOTUNE]) && is_ok(&rep->r[AT_CMP_CUBLASLT]))
-    d->ratio = rep->r[AT_CMP_AUTOTUNE].time_us / rep->r[AT_CMP_CUBLASLT].time_us;
+  free(copy);
+  /* Ratio headers must tell the columns apart: a code used twice becomes the column's number. */
+  int twice[MAX_COLUMNS] = {0};
+  for (size_t i = 0; i < R->ncols; i++)
+    for (size_t j = 0; j < R->ncols; j++) twice[i] |= i != j && strcmp(R->cols[i].code, R->cols[j].code) == 0;
+  for (size_t i = 0; i < R->ncols; i++)
+    if (twice[i]) snprintf(R->cols[i].code, sizeof R->cols[i].code, "%d", (int)(i + 1) % 100);
+  if (rc == AT_OK && R->ncols == 0)
+    rc = at_fail(AT_ERR_INPUT, "--providers: empty list (known: autotune, default, cublaslt, cublas, file:PATH)");
+  return rc;
 }
+
+/* Every file provider must have a record for every shape, and a file of another op is refused:
+ * both before anything runs. */
+static int check_files(const run *R) {
+  const at_space *s = R->space;
+  for (size_t f = 0; f < R->nfiles; f++)
+    if (R->files[f].op && strcmp(R->files[f].op, s->op_name) != 0)
+      return at_fail(AT_ERR_INPUT, "--providers file:%s: its results are of op %s, the space's op is %s",
+                     R->files[f].path, R->files[f].op, s->op_name);
+  at_buf miss = {0};
+  int count = 0;
+  for (size_t c = 0; c < R->ncols; c++) {
+    const column *col = &R->cols[c];
+    if (col->live >= 0) continue;
+    for (size_t i = 0; i < s->nshapes; i++) {
+      const at_shape *sh = &s->shapes[i];
+      if (at_results_find(&R->files[col->file], col->name, sh->m, sh->n, sh->k)) continue;
+      if (count++ < 8)
+        at_buf_printf(&miss, "\n  provider %s (file:%s) has no record for M=%lld N=%lld K=%lld%s%s%s", col->label,
+                      R->files[col->file].path, (long long)sh->m, (long long)sh->n, (long long)sh->k,
+                      s->shape_names[i] ? " (" : "", s->shape_names[i] ? s->shape_names[i] : "",
+                      s->shape_names[i] ? ")" : "");
+    }
+  }
+  int rc = AT_OK;
+  if (count)
+    rc = at_fail(AT_ERR_INPUT, "compare: %d (shape, provider) pair%s without a record, nothing was run:%s%s", count,
+                 count == 1 ? "" : "s", miss.data, count > 8 ? "\n  ..." : "");
+  at_buf_free(&miss);
+  return rc;
+}
+
+/* ---- cells ------------------------------------------------------------------------------------ */
+
+static void cell_of(const run *R, size_t i, size_t c, cell *out) {
+  memset(out, 0, sizeof *out);
+  out->time_us = out->time_min_us = out->time_max_us = out->check_ratio = out->max_abs_err = -1;
+  out->samples = -1;
+  out->message = "";
+  const column *col = &R->cols[c];
+  const at_shape *sh = &R->space->shapes[i];
+  if (col->live >= 0) {
+    const at_compare_result *r = &R->reps[i].r[col->live];
+    out->live = r;
+    out->status = r->status[0] ? r->status : "-";
+    out->message = r->message;
+    out->kernel = r->kernel[0] ? r->kernel : NULL;
+    out->check_ratio = r->check_ratio, out->max_abs_err = r->max_abs_err, out->bad_count = r->bad_count;
+    if (cmp_result_ok(r)) {
+      out->time_us = r->time_us, out->time_min_us = r->time_min_us, out->time_max_us = r->time_max_us;
+      out->samples = r->samples;
+    }
+    return;
+  }
+  const at_result_rec *rec = at_results_find(&R->files[col->file], col->name, sh->m, sh->n, sh->k);
+  out->rec = rec;
+  if (!rec) {
+    out->status = "none";
+    return;
+  }
+  out->status = rec->status;
+  out->message = rec->message;
+  out->kernel = rec->kernel;
+  out->check_ratio = rec->check_ratio;
+  if (strcmp(rec->status, "ok") == 0) {
+    out->time_us = rec->time_us, out->time_min_us = rec->time_min_us, out->time_max_us = rec->time_max_us;
+    out->samples = rec->samples;
+  }
+}
+
+static int cell_ok(const cell *c) { return strcmp(c->status, "ok") == 0 && c->time_us > 0; }
+
+static double peak_tflops(const run *R) { return R->nlive ? R->S.peak.fp8_tflops : 0; }
+static double peak_gbs(const run *R) { return R->nlive ? R->S.peak.copy_gbs : 0; }
+
+static double tflops_of(const run *R, size_t i, double t) {
+  return t > 0 ? R->space->op->flops(&R->space->shapes[i]) / (t * 1e-6) / 1e12 : 0;
+}
+
+/* The share of the roofline floor: max(flops / peak rate, min bytes / peak bandwidth) over the time. */
+static double roof_of(const run *R, size_t i, double t) {
+  const at_shape *sh = &R->space->shapes[i];
+  double floor_s = 0, flops = R->space->op->flops(sh), bytes = R->space->op->min_bytes(sh);
+  if (peak_tflops(R) > 0) floor_s = flops / (peak_tflops(R) * 1e12);
+  if (peak_gbs(R) > 0 && bytes / (peak_gbs(R) * 1e9) > floor_s) floor_s = bytes / (peak_gbs(R) * 1e9);
+  return t > 0 && floor_s > 0 ? 100.0 * floor_s / (t * 1e-6) : 0;
+}
+
+/* The first provider's time over column c's; 0 when either has no checked time. */
+static double ratio_of(const run *R, size_t i, size_t c) {
+  cell a, b;
+  cell_of(R, i, 0, &a);
+  cell_of(R, i, c, &b);
+  return cell_ok(&a) && cell_ok(&b) ? a.time_us / b.time_us : 0;
+}
+
+/* ---- the table -------------------------------------------------------------------------------- */
 
 static void fmt_ratio(char *out, size_t n, double v) {
   if (v < 0)
@@ -270,63 +301,94 @@ static void fmt_ratio(char *out, size_t n, double v) {
     snprintf(out, n, "%.3g", v);
 }
 
+static int width_of(const column *c) { return (int)strlen(c->label) + 3 > 11 ? (int)strlen(c->label) + 3 : 11; }
+
+static int autotune_column(const run *R) {
+  for (size_t c = 0; c < R->ncols; c++)
+    if (R->cols[c].live == AT_CMP_AUTOTUNE) return (int)c;
+  return -1;
+}
+
 static void print_header(const run *R) {
   const options *o = R->o;
-  printf("compare: %s, %zu shapes%s%s; GPU %d: %s (%s); peak measured: %.0f TFLOP/s FP8, %.0f GB/s\n",
-         R->space->path, R->nshapes, o->shapes ? " from " : "", o->shapes ? o->shapes : "", o->gpu, R->dev.name,
-         R->arch, R->peak.fp8_tflops, R->peak.copy_gbs);
-  printf("runtime: DB %s, configs %s, tag %s; check: atol %g, rtol %g, gamma %g; %d warm-up + %d samples each,"
-         " round-robin, inputs rotated past %g x L2\n",
-         o->db ? o->db : "(none)", o->configs ? o->configs : "(none)", R->space->tag, R->space->atol, R->space->rtol,
-         R->space->gamma, R->space->timing.warmup, R->space->timing.retime_samples, R->space->timing.l2_multiple);
+  const at_space *s = R->space;
+  printf("compare: %s, %zu shapes%s%s; ", s->path, s->nshapes, o->shapes ? " from " : "", o->shapes ? o->shapes : "");
+  if (R->nlive)
+    printf("GPU %d: %s (%s); peak measured: %.0f TFLOP/s FP8, %.0f GB/s\n", o->gpu, R->S.dev.name, R->S.arch,
+           R->S.peak.fp8_tflops, R->S.peak.copy_gbs);
+  else
+    printf("every provider is a file: no GPU used, no roofline\n");
+  if (R->nlive)
+    printf("runtime: DB %s, configs %s, tag %s; check: atol %g, rtol %g, gamma %g; %d warm-up + %d samples each,"
+           " round-robin, inputs rotated past %g x L2\n",
+           o->db ? o->db : "(none)", o->configs ? o->configs : "(none)", s->tag, s->atol, s->rtol, s->gamma,
+           s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple);
+  for (size_t f = 0; f < R->nfiles; f++) {
+    const at_results_file *file = &R->files[f];
+    printf("file %s: %zu provider%s, device %s\n", file->path, file->nproviders, file->nproviders == 1 ? "" : "s",
+           file->device ? file->device : "(not said)");
+    if (R->nlive && file->device && strcmp(file->device, R->S.dev.name) != 0)
+      fprintf(stderr, "autotune: warning: %s was measured on %s, this GPU is %s\n", file->path, file->device,
+              R->S.dev.name);
+  }
   printf("%7s %7s %7s", "M", "N", "K");
-  for (int p = 0; p < AT_CMP_NPROVIDERS; p++)
-    if (o->use[p])
-      printf(" %11s %8s %6s %7s", p == AT_CMP_AUTOTUNE ? "autotune us" : "cublaslt us", "TFLOP/s", "roof%", "chk");
-  if (o->use[AT_CMP_AUTOTUNE] && o->use[AT_CMP_CUBLASLT]) printf(" %7s", "at/lt");
-  if (o->use[AT_CMP_AUTOTUNE]) printf("  runtime config");
+  for (size_t c = 0; c < R->ncols; c++) {
+    char h[128];
+    snprintf(h, sizeof h, "%s us", R->cols[c].label);
+    printf(" %*s %8s %6s %7s", width_of(&R->cols[c]), h, "TFLOP/s", "roof%", "chk");
+  }
+  for (size_t c = 1; c < R->ncols; c++) {
+    char h[16];
+    snprintf(h, sizeof h, "%s/%s", R->cols[0].code, R->cols[c].code);
+    printf(" %7s", h);
+  }
+  if (autotune_column(R) >= 0) printf("  runtime config");
   printf("\n");
 }
 
 static void print_row(const run *R, size_t i) {
-  const options *o = R->o;
-  const at_shape *sh = &R->shapes[i];
-  const at_compare_reply *rep = &R->reps[i];
-  derived d;
-  derive(R, i, &d);
+  const at_shape *sh = &R->space->shapes[i];
   printf("%7lld %7lld %7lld", (long long)sh->m, (long long)sh->n, (long long)sh->k);
-  for (int p = 0; p < AT_CMP_NPROVIDERS; p++) {
-    if (!o->use[p]) continue;
-    const at_compare_result *r = &rep->r[p];
-    char chk[16];
-    fmt_ratio(chk, sizeof chk, r->check_ratio);
-    if (is_ok(r))
-      printf(" %11.2f %8.1f %6.1f %7s", r->time_us, d.tflops[p], d.roof[p], chk);
-    else
-      printf(" %11s %8s %6s %7s", r->status[0] ? r->status : "-", "-", "-", chk);
+  for (size_t c = 0; c < R->ncols; c++) {
+    cell x;
+    cell_of(R, i, c, &x);
+    char chk[16], roof[16] = "-";
+    fmt_ratio(chk, sizeof chk, x.check_ratio);
+    int w = width_of(&R->cols[c]);
+    if (cell_ok(&x)) {
+      double rf = roof_of(R, i, x.time_us);
+      if (rf > 0) snprintf(roof, sizeof roof, "%.1f", rf);
+      printf(" %*.2f %8.1f %6s %7s", w, x.time_us, tflops_of(R, i, x.time_us), roof, chk);
+    } else {
+      printf(" %*s %8s %6s %7s", w, x.status, "-", "-", chk);
+    }
   }
-  if (o->use[AT_CMP_AUTOTUNE] && o->use[AT_CMP_CUBLASLT]) {
-    if (d.ratio > 0)
-      printf(" %6.2fx", d.ratio);
+  for (size_t c = 1; c < R->ncols; c++) {
+    double r = ratio_of(R, i, c);
+    if (r > 0)
+      printf(" %6.2fx", r);
     else
       printf(" %7s", "-");
   }
-  if (o->use[AT_CMP_AUTOTUNE])
-    printf("  %s %s %s", rep->source[0] ? rep->source : "-", rep->bucket[0] ? rep->bucket : "", rep->kernel);
+  int a = autotune_column(R);
+  if (a >= 0) {
+    const at_compare_result *r = &R->reps[i].r[AT_CMP_AUTOTUNE];
+    printf("  %s %s %s", r->source[0] ? r->source : "-", r->bucket, r->kernel);
+  }
   printf("\n");
   fflush(stdout);
 }
 
-/* Geometric mean of the time ratio over the shapes whose M is in [lo, hi] and where both answered. */
-static double geomean(const run *R, int64_t lo, int64_t hi, int *count) {
+/* Geometric mean of the first provider's time over column c's, over the shapes whose M is in
+ * [lo, hi] and where both answered. */
+static double geomean(const run *R, size_t c, int64_t lo, int64_t hi, int *count) {
   double sum = 0;
   *count = 0;
-  for (size_t i = 0; i < R->nshapes; i++) {
-    if (R->shapes[i].m < lo || R->shapes[i].m > hi) continue;
-    derived d;
-    derive(R, i, &d);
-    if (d.ratio <= 0) continue;
-    sum += log(d.ratio);
+  for (size_t i = 0; i < R->space->nshapes; i++) {
+    if (R->space->shapes[i].m < lo || R->space->shapes[i].m > hi) continue;
+    double r = ratio_of(R, i, c);
+    if (r <= 0) continue;
+    sum += log(r);
     (*count)++;
   }
   return *count ? exp(sum / *count) : 0;
@@ -340,18 +402,21 @@ static const struct {
               {"m_ge_2048", "M >= 2048", 2048, INT64_MAX}};
 
 static void print_summary(const run *R) {
-  if (!(R->o->use[AT_CMP_AUTOTUNE] && R->o->use[AT_CMP_CUBLASLT])) return;
-  printf("geomean time autotune / cublaslt:");
-  for (size_t g = 0; g < AT_ARRAY_LEN(GROUPS); g++) {
-    int n;
-    double v = geomean(R, GROUPS[g].lo, GROUPS[g].hi, &n);
-    if (n)
-      printf("%s %s %.3fx (%d shape%s)", g ? ";" : "", GROUPS[g].label, v, n, n == 1 ? "" : "s");
-    else
-      printf("%s %s - (no shape)", g ? ";" : "", GROUPS[g].label);
+  for (size_t c = 1; c < R->ncols; c++) {
+    printf("geomean time %s / %s:", R->cols[0].label, R->cols[c].label);
+    for (size_t g = 0; g < AT_ARRAY_LEN(GROUPS); g++) {
+      int n;
+      double v = geomean(R, c, GROUPS[g].lo, GROUPS[g].hi, &n);
+      if (n)
+        printf("%s %s %.3fx (%d shape%s)", g ? ";" : "", GROUPS[g].label, v, n, n == 1 ? "" : "s");
+      else
+        printf("%s %s - (no shape)", g ? ";" : "", GROUPS[g].label);
+    }
+    printf("\n");
   }
-  printf("\n");
 }
+
+/* ---- the results file ------------------------------------------------------------------------- */
 
 static void json_ratio(at_buf *b, const char *key, double v) {
   if (v < 0)
@@ -369,110 +434,161 @@ static void json_str_or_null(at_buf *b, const char *s) {
     at_buf_puts(b, "null");
 }
 
-static int write_json(const run *R, double seconds) {
+static void json_selection(at_buf *b, const at_compare_result *r) {
+  at_buf_puts(b, ", \"selection\": ");
+  if (!r->source[0]) {
+    at_buf_puts(b, "null");
+    return;
+  }
+  at_buf_puts(b, "{\"source\": ");
+  at_buf_json_string(b, r->source);
+  at_buf_puts(b, ", \"path\": ");
+  at_buf_json_string(b, r->path);
+  at_buf_puts(b, ", \"bucket\": ");
+  at_buf_json_string(b, r->bucket);
+  at_buf_puts(b, ", \"variant\": ");
+  at_buf_json_string(b, r->variant);
+  at_buf_puts(b, ", \"params\": ");
+  at_buf_json_string(b, r->params); /* the canonical JSON text, as a string */
+  at_buf_puts(b, ", \"kernel\": ");
+  at_buf_json_string(b, r->kernel);
+  at_buf_puts(b, "}");
+}
+
+static void json_record(at_buf *b, const run *R, size_t i, size_t c) {
+  cell x;
+  cell_of(R, i, c, &x);
+  at_buf_printf(b, ",\n     ");
+  at_buf_json_string(b, R->cols[c].label);
+  at_buf_puts(b, ": {\"status\": ");
+  at_buf_json_string(b, x.status);
+  if (cell_ok(&x)) {
+    at_buf_printf(b, ", \"time_us\": %.4f", x.time_us);
+    if (x.time_min_us >= 0) at_buf_printf(b, ", \"time_min_us\": %.4f", x.time_min_us);
+    if (x.time_max_us >= 0) at_buf_printf(b, ", \"time_max_us\": %.4f", x.time_max_us);
+    if (x.samples >= 0) at_buf_printf(b, ", \"samples\": %lld", (long long)x.samples);
+    at_buf_printf(b, ", \"tflops\": %.2f", tflops_of(R, i, x.time_us));
+    if (roof_of(R, i, x.time_us) > 0) at_buf_printf(b, ", \"roofline_pct\": %.2f", roof_of(R, i, x.time_us));
+  } else {
+    at_buf_puts(b, ", \"time_us\": null");
+  }
+  at_buf_puts(b, ", ");
+  json_ratio(b, "check_ratio", x.check_ratio);
+  if (x.live) {
+    at_buf_puts(b, ", ");
+    json_ratio(b, "max_abs_err", x.max_abs_err);
+    at_buf_printf(b, ", \"bad_count\": %lld", (long long)x.bad_count);
+  }
+  at_buf_puts(b, ", \"message\": ");
+  at_buf_json_string(b, x.message ? x.message : "");
+  at_buf_puts(b, ", \"kernel\": ");
+  json_str_or_null(b, x.kernel);
+  if (x.live && (R->cols[c].live == AT_CMP_AUTOTUNE || R->cols[c].live == AT_CMP_DEFAULT)) json_selection(b, x.live);
+  if (x.rec) {
+    at_buf_puts(b, ", \"from\": ");
+    at_buf_json_string(b, R->files[R->cols[c].file].path);
+    if (x.rec->meta) at_buf_printf(b, ", \"meta\": %s", x.rec->meta);
+  }
+  at_buf_puts(b, "}");
+}
+
+static void json_head(at_buf *b, const run *R) {
   const options *o = R->o;
   const at_space *s = R->space;
-  at_buf b = {0};
-  at_buf_puts(&b, "{\n  \"space\": ");
-  at_buf_json_string(&b, s->path);
-  at_buf_puts(&b, ",\n  \"shapes_file\": ");
-  json_str_or_null(&b, o->shapes);
-  at_buf_printf(&b, ",\n  \"op\": \"%s\",\n  \"tag\": ", s->op_name);
-  at_buf_json_string(&b, s->tag);
-  at_buf_printf(&b, ",\n  \"gpu\": %d,\n  \"device\": ", o->gpu);
-  at_buf_json_string(&b, R->dev.name);
-  at_buf_printf(&b, ",\n  \"arch\": \"%s\",\n  \"peak_tflops\": %.1f,\n  \"peak_gbs\": %.1f,\n", R->arch, R->peak.fp8_tflops,
-                R->peak.copy_gbs);
-  at_buf_puts(&b, "  \"providers\": [");
-  for (int p = 0, first = 1; p < AT_CMP_NPROVIDERS; p++)
-    if (o->use[p]) at_buf_printf(&b, "%s\"%s\"", first ? "" : ", ", PROVIDERS[p]), first = 0;
-  at_buf_puts(&b, "],\n  \"runtime\": {\"db\": ");
-  json_str_or_null(&b, o->db);
-  at_buf_puts(&b, ", \"configs\": ");
-  json_str_or_null(&b, o->configs);
-  at_buf_puts(&b, ", \"tag\": ");
-  at_buf_json_string(&b, s->tag);
-  at_buf_printf(&b, "},\n  \"check\": {\"atol\": %g, \"rtol\": %g, \"gamma\": %g},\n", s->atol, s->rtol, s->gamma);
-  at_buf_printf(&b, "  \"timing\": {\"warmup\": %d, \"samples\": %d, \"l2_multiple\": %g, \"seed\": %llu},\n",
-                s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple, (unsigned long long)s->seed);
-  at_buf_puts(&b, "  \"shapes\": [");
-  for (size_t i = 0; i < R->nshapes; i++) {
-    const at_shape *sh = &R->shapes[i];
-    const at_compare_reply *rep = &R->reps[i];
-    derived d;
-    derive(R, i, &d);
-    at_buf_printf(&b, "%s\n    {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"sets\": %d, \"flops\": %.6g, \"min_bytes\": %.6g",
-                  i ? "," : "", (long long)sh->m, (long long)sh->n, (long long)sh->k, rep->sets, s->op->flops(sh),
-                  s->op->min_bytes(sh));
-    for (int p = 0; p < AT_CMP_NPROVIDERS; p++) {
-      if (!o->use[p]) continue;
-      const at_compare_result *r = &rep->r[p];
-      at_buf_printf(&b, ",\n     \"%s\": {\"status\": \"%s\"", PROVIDERS[p], r->status);
-      if (is_ok(r))
-        at_buf_printf(&b, ", \"time_us\": %.4f, \"time_min_us\": %.4f, \"time_max_us\": %.4f, \"samples\": %d, "
-                          "\"tflops\": %.2f, \"roofline_pct\": %.2f",
-                      r->time_us, r->time_min_us, r->time_max_us, r->samples, d.tflops[p], d.roof[p]);
-      else
-        at_buf_puts(&b, ", \"time_us\": null");
-      at_buf_puts(&b, ", ");
-      json_ratio(&b, "check_ratio", r->check_ratio);
-      at_buf_puts(&b, ", ");
-      json_ratio(&b, "max_abs_err", r->max_abs_err);
-      at_buf_printf(&b, ", \"bad_count\": %lld, \"message\": ", (long long)r->bad_count);
-      at_buf_json_string(&b, r->message);
-      if (p == AT_CMP_CUBLASLT) {
-        at_buf_puts(&b, ", \"name\": ");
-        json_str_or_null(&b, rep->vendor_name);
-      }
-      if (p == AT_CMP_AUTOTUNE) {
-        at_buf_puts(&b, ", \"selection\": ");
-        if (rep->source[0]) {
-          at_buf_puts(&b, "{\"source\": ");
-          at_buf_json_string(&b, rep->source);
-          at_buf_puts(&b, ", \"path\": ");
-          at_buf_json_string(&b, rep->path);
-          at_buf_puts(&b, ", \"bucket\": ");
-          at_buf_json_string(&b, rep->bucket);
-          at_buf_puts(&b, ", \"variant\": ");
-          at_buf_json_string(&b, rep->variant);
-          at_buf_puts(&b, ", \"params\": ");
-          at_buf_json_string(&b, rep->params); /* the canonical JSON text, as a string */
-          at_buf_puts(&b, ", \"kernel\": ");
-          at_buf_json_string(&b, rep->kernel);
-          at_buf_puts(&b, "}");
-        } else {
-          at_buf_puts(&b, "null");
-        }
-      }
-      at_buf_puts(&b, "}");
-    }
-    at_buf_puts(&b, ",\n     ");
-    json_ratio(&b, "ratio", d.ratio > 0 ? d.ratio : -1);
-    at_buf_puts(&b, "}");
+  at_buf_puts(b, "{\n  \"format\": \"" AT_RESULTS_FORMAT "\",\n  \"tool\": \"autotune compare\",\n  \"space\": ");
+  at_buf_json_string(b, s->path);
+  at_buf_puts(b, ",\n  \"shapes_file\": ");
+  json_str_or_null(b, o->shapes);
+  at_buf_printf(b, ",\n  \"op\": \"%s\",\n  \"tag\": ", s->op_name);
+  at_buf_json_string(b, s->tag);
+  if (R->nlive) {
+    at_buf_printf(b, ",\n  \"gpu\": %d,\n  \"device\": ", o->gpu);
+    at_buf_json_string(b, R->S.dev.name);
+    at_buf_printf(b, ",\n  \"arch\": \"%s\"", R->S.arch);
+  } else {
+    at_buf_puts(b, ",\n  \"gpu\": null,\n  \"device\": null,\n  \"arch\": null");
   }
-  at_buf_puts(&b, "\n  ],\n  \"geomean\": {");
+  at_buf_printf(b, ",\n  \"peak_tflops\": %.1f,\n  \"peak_gbs\": %.1f,\n  \"providers\": [", peak_tflops(R), peak_gbs(R));
+  for (size_t c = 0; c < R->ncols; c++) {
+    if (c) at_buf_puts(b, ", ");
+    at_buf_json_string(b, R->cols[c].label);
+  }
+  at_buf_puts(b, "],\n  \"runtime\": {\"db\": ");
+  json_str_or_null(b, o->db);
+  at_buf_puts(b, ", \"configs\": ");
+  json_str_or_null(b, o->configs);
+  at_buf_puts(b, ", \"tag\": ");
+  at_buf_json_string(b, s->tag);
+  at_buf_printf(b, "},\n  \"check\": {\"atol\": %g, \"rtol\": %g, \"gamma\": %g},\n", s->atol, s->rtol, s->gamma);
+  at_buf_printf(b, "  \"timing\": {\"warmup\": %d, \"samples\": %d, \"l2_multiple\": %g, \"seed\": %llu},\n",
+                s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple, (unsigned long long)s->seed);
+}
+
+static void json_geomean(at_buf *b, const run *R, size_t c) {
+  at_buf_puts(b, "{");
   for (size_t g = 0; g < AT_ARRAY_LEN(GROUPS); g++) {
     int n = 0;
-    double v = o->use[AT_CMP_AUTOTUNE] && o->use[AT_CMP_CUBLASLT] ? geomean(R, GROUPS[g].lo, GROUPS[g].hi, &n) : 0;
-    at_buf_printf(&b, "%s\"%s\": {", g ? ", " : "", GROUPS[g].key);
-    json_ratio(&b, "ratio", n ? v : -1);
-    at_buf_printf(&b, ", \"shapes\": %d}", n);
+    double v = c < R->ncols ? geomean(R, c, GROUPS[g].lo, GROUPS[g].hi, &n) : 0;
+    at_buf_printf(b, "%s\"%s\": {", g ? ", " : "", GROUPS[g].key);
+    json_ratio(b, "ratio", n ? v : -1);
+    at_buf_printf(b, ", \"shapes\": %d}", n);
+  }
+  at_buf_puts(b, "}");
+}
+
+static int write_json(const run *R, double seconds) {
+  const at_space *s = R->space;
+  at_buf b = {0};
+  json_head(&b, R);
+  at_buf_puts(&b, "  \"shapes\": [");
+  for (size_t i = 0; i < s->nshapes; i++) {
+    const at_shape *sh = &s->shapes[i];
+    at_buf_printf(&b, "%s\n    {\"m\": %lld, \"n\": %lld, \"k\": %lld", i ? "," : "", (long long)sh->m,
+                  (long long)sh->n, (long long)sh->k);
+    if (s->shape_names[i]) {
+      at_buf_puts(&b, ", \"name\": ");
+      at_buf_json_string(&b, s->shape_names[i]);
+    }
+    at_buf_printf(&b, ", \"sets\": %d, \"flops\": %.6g, \"min_bytes\": %.6g", R->nlive ? R->reps[i].sets : 0,
+                  s->op->flops(sh), s->op->min_bytes(sh));
+    for (size_t c = 0; c < R->ncols; c++) json_record(&b, R, i, c);
+    at_buf_puts(&b, ",\n     ");
+    json_ratio(&b, "ratio", R->ncols > 1 && ratio_of(R, i, 1) > 0 ? ratio_of(R, i, 1) : -1);
+    at_buf_puts(&b, ", \"ratios\": {");
+    for (size_t c = 1; c < R->ncols; c++) {
+      if (c > 1) at_buf_puts(&b, ", ");
+      json_ratio(&b, R->cols[c].label, ratio_of(R, i, c) > 0 ? ratio_of(R, i, c) : -1);
+    }
+    at_buf_puts(&b, "}}");
+  }
+  at_buf_puts(&b, "\n  ],\n  \"geomean\": ");
+  json_geomean(&b, R, 1);
+  at_buf_puts(&b, ",\n  \"geomeans\": {");
+  for (size_t c = 1; c < R->ncols; c++) {
+    at_buf_puts(&b, c > 1 ? ", " : "");
+    at_buf_json_string(&b, R->cols[c].label);
+    at_buf_puts(&b, ": ");
+    json_geomean(&b, R, c);
   }
   at_buf_puts(&b, "},\n  \"missing\": [");
   int first = 1;
-  for (size_t i = 0; i < R->nshapes; i++)
-    for (int p = 0; p < AT_CMP_NPROVIDERS; p++) {
-      const at_compare_result *r = &R->reps[i].r[p];
-      if (!o->use[p] || is_ok(r)) continue;
-      at_buf_printf(&b, "%s\n    {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"provider\": \"%s\", \"status\": \"%s\", \"message\": ",
-                    first ? "" : ",", (long long)R->shapes[i].m, (long long)R->shapes[i].n, (long long)R->shapes[i].k,
-                    PROVIDERS[p], r->status);
-      at_buf_json_string(&b, r->message);
+  for (size_t i = 0; i < s->nshapes; i++)
+    for (size_t c = 0; c < R->ncols; c++) {
+      cell x;
+      cell_of(R, i, c, &x);
+      if (cell_ok(&x)) continue;
+      at_buf_printf(&b, "%s\n    {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"provider\": ", first ? "" : ",",
+                    (long long)s->shapes[i].m, (long long)s->shapes[i].n, (long long)s->shapes[i].k);
+      at_buf_json_string(&b, R->cols[c].label);
+      at_buf_puts(&b, ", \"status\": ");
+      at_buf_json_string(&b, x.status);
+      at_buf_puts(&b, ", \"message\": ");
+      at_buf_json_string(&b, x.message ? x.message : "");
       at_buf_puts(&b, "}");
       first = 0;
     }
   at_buf_printf(&b, "%s],\n  \"seconds\": %.3f\n}\n", first ? "" : "\n  ", seconds);
-  int rc = at_write_file_atomic(o->json, b.data, b.len);
+  int rc = at_write_file_atomic(R->o->json, b.data, b.len);
   at_buf_free(&b);
   return rc;
 }
@@ -481,18 +597,33 @@ static int write_json(const run *R, double seconds) {
  * exit code 1 when there is one. */
 static int report_missing(const run *R) {
   int missing = 0;
-  for (size_t i = 0; i < R->nshapes; i++)
-    for (int p = 0; p < AT_CMP_NPROVIDERS; p++) {
-      const at_compare_result *r = &R->reps[i].r[p];
-      if (!R->o->use[p] || is_ok(r)) continue;
+  for (size_t i = 0; i < R->space->nshapes; i++)
+    for (size_t c = 0; c < R->ncols; c++) {
+      cell x;
+      cell_of(R, i, c, &x);
+      if (cell_ok(&x)) continue;
       if (!missing++) fprintf(stderr, "no answer:\n");
-      fprintf(stderr, "  M=%lld N=%lld K=%lld %s: %s%s%s\n", (long long)R->shapes[i].m, (long long)R->shapes[i].n,
-              (long long)R->shapes[i].k, PROVIDERS[p], r->status[0] ? r->status : "not run", r->message[0] ? ": " : "",
-              r->message);
+      fprintf(stderr, "  M=%lld N=%lld K=%lld %s: %s%s%s\n", (long long)R->space->shapes[i].m,
+              (long long)R->space->shapes[i].n, (long long)R->space->shapes[i].k, R->cols[c].label, x.status,
+              x.message && x.message[0] ? ": " : "", x.message ? x.message : "");
     }
   if (!missing) return AT_OK;
   return at_fail(AT_ERR_RUNTIME, "compare: %d (shape, provider) pair%s without a checked time (listed above)", missing,
                  missing == 1 ? "" : "s");
+}
+
+/* ---- the command ------------------------------------------------------------------------------ */
+
+static int run_live(run *R, size_t i) {
+  const at_space *s = R->space;
+  cmp_settings set = {s->atol, s->rtol, s->gamma, s->seed, s->timing.warmup,
+                      s->timing.retime_samples, /* a side-by-side timing, like the tuner's re-timing */
+                      s->timing.l2_multiple};
+  at_compare_req *q = at_xcalloc(1, sizeof *q);
+  cmp_request(q, s->op_name, &s->shapes[i], &set, R->use, R->o->db, R->o->configs, s->tag);
+  int rc = cmp_session_shape(&R->S, q, &R->reps[i]);
+  free(q);
+  return rc;
 }
 
 int cmd_compare(int argc, char **argv) {
@@ -505,9 +636,6 @@ int cmd_compare(int argc, char **argv) {
   memset(&R, 0, sizeof R);
   R.o = &o;
   at_space *space = NULL;
-  at_device_info *all = NULL;
-  int nall = 0;
-  char why[512] = "";
 
   /* Everything the user wrote is checked before any GPU work: bad input is exit 2. */
   if ((rc = at_space_load(o.space, &space))) goto out;
@@ -517,44 +645,41 @@ int cmd_compare(int argc, char **argv) {
                  space->op_name);
     goto out;
   }
-  if ((rc = at_space_use_shapes(space, o.shapes, NULL))) goto out;
-  R.shapes = space->shapes;
-  R.nshapes = space->nshapes;
+  if ((rc = at_space_use_shapes(space, o.shapes, o.only))) goto out;
+  if ((rc = parse_providers(&R, o.providers))) goto out;
+  if ((rc = check_files(&R))) goto out;
+  for (size_t f = 0; o.json && f < R.nfiles && rc == AT_OK; f++)
+    if (at_same_file(o.json, R.files[f].path))
+      rc = at_fail(AT_ERR_INPUT, "--json %s is the results file of a provider; it would be overwritten", o.json);
+  if (rc == AT_OK && o.json && at_same_file(o.json, space->path))
+    rc = at_fail(AT_ERR_INPUT, "--json %s is the search space; it would be overwritten", o.json);
+  if (rc) goto out;
+  R.reps = at_xcalloc(space->nshapes, sizeof *R.reps);
 
-  /* The GPUs, through a probe worker. */
-  if ((rc = at_probe_devices(&all, &nall, why, sizeof why))) goto out;
-  if (nall == 0) {
-    rc = at_fail(AT_ERR_RUNTIME, "compare needs a GPU, and there is none here (%s); nothing was run",
-                 why[0] ? why : "the driver reports none");
-    goto out;
+  if (R.nlive) {
+    if ((rc = cmp_session_probe("compare", o.gpu))) goto out;
+    if (!o.db && R.use[AT_CMP_AUTOTUNE])
+      fprintf(stderr, "autotune: compare: no DB (--db, $AUTOTUNE_DB or tuned/autotune.db): the runtime answers from the"
+                      " configs\n");
+    if ((rc = cmp_session_start(&R.S, o.gpu))) goto out;
+    if (R.S.peak.note[0]) fprintf(stderr, "autotune: %s\n", R.S.peak.note);
   }
-  if (o.gpu >= nall) {
-    rc = at_fail(AT_ERR_INPUT, "--gpu: %d is not a GPU index (the driver sees %d GPU%s)", o.gpu, nall,
-                 nall == 1 ? "" : "s");
-    goto out;
-  }
-  if (!o.db)
-    fprintf(stderr, "autotune: compare: no DB (--db, $AUTOTUNE_DB or tuned/autotune.db): the runtime answers from the"
-                    " configs\n");
-
-  R.reps = at_xcalloc(R.nshapes, sizeof *R.reps);
-  if ((rc = start_worker(&R))) goto out;
-  if (R.peak.note[0]) fprintf(stderr, "autotune: %s\n", R.peak.note);
   print_header(&R);
-  for (size_t i = 0; i < R.nshapes && rc == AT_OK; i++) {
-    rc = compare_shape(&R, i);
+  for (size_t i = 0; i < space->nshapes && rc == AT_OK; i++) {
+    if (R.nlive) rc = run_live(&R, i);
     if (rc == AT_OK) print_row(&R, i);
   }
-  at_worker_stop(&R.w);
+  cmp_session_stop(&R.S);
   if (rc) goto out;
   print_summary(&R);
   if (o.json && (rc = write_json(&R, at_now_s() - t0))) goto out;
   rc = report_missing(&R);
 
 out:
-  if (at_worker_alive(&R.w)) at_worker_stop(&R.w);
+  cmp_session_stop(&R.S);
+  for (size_t f = 0; f < R.nfiles; f++) at_results_free(&R.files[f]);
+  free(R.files);
   free(R.reps);
-  free(all);
   at_space_free(space);
   return rc;
 }

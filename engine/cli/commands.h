@@ -14,5 +14,6 @@ int cmd_merge(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_expect(int argc, char **argv);
 
 #endif

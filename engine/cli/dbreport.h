@@ -72,6 +72,9 @@ int64_t rep_param(const char *params, const char *name, int64_t dflt);
 double rep_roofline(const rep_view *v, const rep_shape *s, double time_us);
 /* The peak rates of the latest run on a device that measured them; 0 when none. */
 void rep_peaks(const rep_view *v, int64_t device_id, double *tflops, double *gbs);
+/* Does a device answer to a name: "sm90", its product name as in exported files
+ * (NVIDIA_H100_80GB_HBM3), or its name as the DB has it? */
+int rep_device_matches(const at_rep_device *d, const char *want);
 /* "sm90" of a device (at_device_file_name's arch form). */
 void rep_device_short(const at_rep_device *d, char *out, size_t cap);
 

@@ -19,7 +19,7 @@ static void device_product(const at_rep_device *d, char *out, size_t cap) {
     if (!isalnum((unsigned char)*p) && *p != '-') *p = '_';
 }
 
-static int device_matches(const at_rep_device *d, const char *want) {
+int rep_device_matches(const at_rep_device *d, const char *want) {
   char a[32], b[160];
   rep_device_short(d, a, sizeof a);
   device_product(d, b, sizeof b);
@@ -141,7 +141,7 @@ static int check_filter(const rep_view *v, const rep_filter *f) {
     int hit = 0;
     at_buf known = {0};
     for (size_t i = 0; i < d->ndevices; i++) {
-      hit |= device_matches(&d->devices[i], f->device);
+      hit |= rep_device_matches(&d->devices[i], f->device);
       char s[32];
       rep_device_short(&d->devices[i], s, sizeof s);
       at_buf_printf(&known, "%s%s (%s)", i ? ", " : "", d->devices[i].name, s);
@@ -262,7 +262,7 @@ int rep_view_build(const char *db_path, const rep_filter *f, rep_view *v) {
     const at_rep_device *dev = at_rep_device_of(d, d->results[i].device_id);
     const at_rep_problem *prob = at_rep_problem_of(d, d->results[i].problem_id);
     int w = prob ? want_index(want, nwant, prob) : -1;
-    int keep = dev && prob && (!f->device || device_matches(dev, f->device)) && (!f->tag || strcmp(prob->tag, f->tag) == 0) &&
+    int keep = dev && prob && (!f->device || rep_device_matches(dev, f->device)) && (!f->tag || strcmp(prob->tag, f->tag) == 0) &&
                (!want || w >= 0);
     if (keep) {
       rep_shape *s = &v->shapes[v->n];

@@ -264,3 +264,30 @@ int at_json_int(const at_json *obj, const char *key, int64_t *out) {
   *out = v->integer;
   return 0;
 }
+
+void at_json_write(at_buf *b, const at_json *v) {
+  switch (v->kind) {
+  case AT_J_NULL: at_buf_puts(b, "null"); break;
+  case AT_J_BOOL: at_buf_puts(b, v->boolean ? "true" : "false"); break;
+  case AT_J_NUMBER:
+    if (v->is_integer)
+      at_buf_printf(b, "%lld", (long long)v->integer);
+    else
+      at_buf_printf(b, "%.17g", v->number);
+    break;
+  case AT_J_STRING: at_buf_json_string(b, v->string); break;
+  case AT_J_ARRAY:
+  case AT_J_OBJECT:
+    at_buf_puts(b, v->kind == AT_J_ARRAY ? "[" : "{");
+    for (size_t i = 0; i < v->n; i++) {
+      if (i) at_buf_puts(b, ", ");
+      if (v->kind == AT_J_OBJECT) {
+        at_buf_json_string(b, v->keys[i]);
+        at_buf_puts(b, ": ");
+      }
+      at_json_write(b, v->items[i]);
+    }
+    at_buf_puts(b, v->kind == AT_J_ARRAY ? "]" : "}");
+    break;
+  }
+}

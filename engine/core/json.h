@@ -29,4 +29,8 @@ const at_json *at_json_get(const at_json *obj, const char *key); /* NULL when ab
 const char *at_json_str(const at_json *obj, const char *key);     /* NULL unless a string */
 int at_json_int(const at_json *obj, const char *key, int64_t *out); /* 0 when an integer */
 
+struct at_buf;
+/* Appends the value as JSON text (integers as such, other numbers with 17 digits). */
+void at_json_write(struct at_buf *b, const at_json *v);
+
 #endif

@@ -98,8 +98,10 @@ typedef struct at_eval_reply {
  * The compare worker (`autotune worker --gpu N --compare`) answers PEAK like a tuning worker, and
  * COMPARE: per shape, inputs and reference as for tuning, then each provider checked (poisoned,
  * twice) and the passing ones timed round-robin on the same input sets. Before each step it sends a
- * STEP frame; the reply ends the request. */
-enum { AT_CMP_AUTOTUNE, AT_CMP_CUBLASLT, AT_CMP_NPROVIDERS };
+ * STEP frame; the reply ends the request. The providers it runs: the runtime library with the tuned
+ * configs (autotune) and with none (default: the op's built-in config), cuBLASLt's block-scaled FP8
+ * GEMM (cublaslt) and the cuBLAS FP32 reference (cublas). */
+enum { AT_CMP_AUTOTUNE, AT_CMP_CUBLASLT, AT_CMP_DEFAULT, AT_CMP_CUBLAS, AT_CMP_NPROVIDERS };
 
 typedef struct at_compare_req {
   at_shape_req shape;          /* op, M N K, seed, l2_multiple, warmup, samples, the check's bound */
@@ -118,10 +120,14 @@ typedef struct at_compare_result {
   char status[16]; /* ok (checked, timed), wrong (failed the check), none (no answer for the shape),
                       error (a failure that left the GPU usable), fault (the context died) */
   char message[512];
-  double check_ratio, max_abs_err; /* -1 when not checked */
+  double check_ratio, max_abs_err; /* -1 when not checked (always, for cublas: it is the reference) */
   int64_t bad_count, first_bad;
   double time_us, time_min_us, time_max_us;
   int samples;
+  char kernel[512]; /* what ran: the runtime's kernel, or the library's entry; "" when nothing did */
+  /* autotune and default: what at_runtime_select answered (source "" when it had no answer) */
+  char source[16], bucket[16], variant[64];
+  char path[1024], params[1024];
 } at_compare_result;
 
 typedef struct at_compare_reply {
@@ -129,10 +135,6 @@ typedef struct at_compare_reply {
   int sticky;   /* the GPU context died: the worker exits after this reply */
   int sets;     /* input sets rotated through */
   char message[512];
-  char vendor_name[64];
-  /* what the runtime library chose for the shape (at_runtime_select) */
-  char source[16], bucket[16], variant[64];
-  char kernel[512], path[1024], params[1024];
   at_compare_result r[AT_CMP_NPROVIDERS];
 } at_compare_reply;
 

@@ -4,7 +4,13 @@
  * config, cuBLASLt cannot run the shape), `wrong` when its output fails the check (it is then not
  * timed), `error` for a failure that leaves the GPU usable (a launch refused, a graph that cannot
  * be captured), `fault` when the CUDA context died: the reply goes out and the worker exits, and the
- * parent starts another one for the next shape. */
+ * parent starts another one for the next shape.
+ *
+ * The providers: `autotune` and `default` are the runtime library's launch path, opened with the
+ * request's DB, configs and tag, and with nothing at all (so it answers with the op's built-in
+ * config); `cublaslt` is the op's vendor kernel; `cublas` is the cuBLAS FP32 GEMM that makes the
+ * reference: it is the reference, so it is not checked, and it is timed alone after the others, on
+ * the one input set whose fp32 copies exist (the tuner times its baseline the same way). */
 #include "compare.h"
 
 #include <stdint.h>
@@ -23,6 +29,16 @@
 #include "peak.h"
 #include "worker.h"
 
+struct cmp_worker;
+
+/* What a timed unit of a provider is handed: the worker and which provider it is. */
+typedef struct prov {
+  struct cmp_worker *w;
+  int p;
+} prov;
+
+enum { RT_TUNED, RT_BUILTIN, NRT };
+
 typedef struct cmp_worker {
   at_gpu g;
   int out;                /* where replies and steps go */
@@ -31,8 +47,9 @@ typedef struct cmp_worker {
   void *state;            /* the current shape's input sets and reference */
   at_shape shape;
   int sets;
-  at_runtime *rt;         /* opened on the first request that needs it */
-  char rt_key[8300];      /* the options it was opened with: another set reopens it */
+  at_runtime *rt[NRT];    /* RT_TUNED: the request's DB and configs; RT_BUILTIN: no source at all */
+  char rt_key[8300];      /* the options RT_TUNED was opened with: another set reopens it */
+  prov pv[AT_CMP_NPROVIDERS];
   int dead;               /* the context is gone: reply, then exit */
 } cmp_worker;
 
@@ -64,28 +81,33 @@ static void failed(cmp_worker *w, at_compare_result *r, const char *what) {
   if (sticky) w->dead = 1;
 }
 
+static int which_runtime(int p) { return p == AT_CMP_DEFAULT ? RT_BUILTIN : RT_TUNED; }
+
 /* ---- the providers, as timed units (bench.h) -------------------------------------------------- */
 
 /* The runtime library's launch path, exactly as an inference process calls it: set i's buffers, on
  * the given stream (inside a graph capture when timed). */
-static int enqueue_runtime(void *p, int set, CUstream stream) {
-  cmp_worker *w = p;
+static int enqueue_runtime(void *ctx, int set, CUstream stream) {
+  const prov *v = ctx;
+  cmp_worker *w = v->w;
   CUdeviceptr b[5];
   if (!w->gop->operands || w->gop->operands(w->state, set, b, 5) != 5)
     return at_fail(AT_ERR_RUNTIME, "op %s gives no operands for the runtime's launch", w->gop->name);
-  int rc = at_gemm_a8w8_blockscale(w->rt, (const void *)(uintptr_t)b[0], (const float *)(uintptr_t)b[1],
-                                   (const void *)(uintptr_t)b[2], (const float *)(uintptr_t)b[3], (void *)(uintptr_t)b[4],
-                                   w->shape.m, w->shape.n, w->shape.k, (void *)stream);
+  int rc = at_gemm_a8w8_blockscale(w->rt[which_runtime(v->p)], (const void *)(uintptr_t)b[0],
+                                   (const float *)(uintptr_t)b[1], (const void *)(uintptr_t)b[2],
+                                   (const float *)(uintptr_t)b[3], (void *)(uintptr_t)b[4], w->shape.m, w->shape.n,
+                                   w->shape.k, (void *)stream);
   if (rc != AT_STATUS_OK) return at_fail(AT_ERR_RUNTIME, "at_gemm_a8w8_blockscale: %s", at_runtime_last_error());
   return AT_OK;
 }
 
-static int enqueue_vendor(void *p, int set, CUstream stream) {
-  cmp_worker *w = p;
-  return w->gop->vendor_enqueue(w->state, set, stream);
+static int enqueue_vendor(void *ctx, int set, CUstream stream) {
+  const prov *v = ctx;
+  return v->w->gop->vendor_enqueue(v->w->state, set, stream);
 }
 
-static const at_enqueue_fn ENQUEUE[AT_CMP_NPROVIDERS] = {enqueue_runtime, enqueue_vendor};
+/* The providers timed side by side; cublas is timed alone (time_cublas). */
+static const at_enqueue_fn ENQUEUE[AT_CMP_NPROVIDERS] = {enqueue_runtime, enqueue_vendor, enqueue_runtime, NULL};
 
 /* ---- one shape -------------------------------------------------------------------------------- */
 
@@ -117,16 +139,24 @@ static int shape_setup(cmp_worker *w, const at_compare_req *q, at_compare_reply 
   return 1;
 }
 
-/* The runtime library, opened with the request's options (once; again when they change). */
-static int ensure_runtime(cmp_worker *w, const at_compare_req *q) {
+/* The runtime library of a provider: RT_TUNED with the request's options (reopened when they
+ * change), RT_BUILTIN with none (the worker's environment has no AUTOTUNE_DB or AUTOTUNE_CONFIGS:
+ * at_compare_worker_main clears them), which answers every shape with the op's built-in config. */
+static int ensure_runtime(cmp_worker *w, const at_compare_req *q, int which) {
+  if (which == RT_BUILTIN) {
+    if (w->rt[RT_BUILTIN]) return AT_OK;
+    if (at_runtime_open(NULL, &w->rt[RT_BUILTIN]) != AT_STATUS_OK)
+      return at_fail(AT_ERR_RUNTIME, "at_runtime_open: %s", at_runtime_last_error());
+    return AT_OK;
+  }
   char key[sizeof w->rt_key];
   snprintf(key, sizeof key, "%s\n%s\n%s", q->db_path, q->configs_dir, q->tag);
-  if (w->rt && strcmp(key, w->rt_key) == 0) return AT_OK;
-  at_runtime_close(w->rt);
-  w->rt = NULL;
+  if (w->rt[RT_TUNED] && strcmp(key, w->rt_key) == 0) return AT_OK;
+  at_runtime_close(w->rt[RT_TUNED]);
+  w->rt[RT_TUNED] = NULL;
   at_runtime_options o = {q->db_path[0] ? q->db_path : NULL, q->configs_dir[0] ? q->configs_dir : NULL,
                           q->tag[0] ? q->tag : NULL, NULL, NULL};
-  if (at_runtime_open(&o, &w->rt) != AT_STATUS_OK)
+  if (at_runtime_open(&o, &w->rt[RT_TUNED]) != AT_STATUS_OK)
     return at_fail(AT_ERR_RUNTIME, "at_runtime_open: %s", at_runtime_last_error());
   snprintf(w->rt_key, sizeof w->rt_key, "%s", key);
   return AT_OK;
@@ -134,19 +164,20 @@ static int ensure_runtime(cmp_worker *w, const at_compare_req *q) {
 
 static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
 
-/* What the runtime would launch for the shape on this GPU; 0 (r says why) when it has nothing. */
-static int select_config(cmp_worker *w, const at_compare_req *q, at_compare_reply *rep) {
-  at_compare_result *r = &rep->r[AT_CMP_AUTOTUNE];
-  if (ensure_runtime(w, q)) return set_result(r, "none", "%s", at_errmsg()), 0;
+/* What the runtime of provider p would launch for the shape on this GPU; 0 (r says why) when it has
+ * nothing. */
+static int select_config(cmp_worker *w, const at_compare_req *q, int p, at_compare_result *r) {
+  int which = which_runtime(p);
+  if (ensure_runtime(w, q, which)) return set_result(r, "none", "%s", at_errmsg()), 0;
   at_selection sel;
-  if (at_runtime_select(w->rt, q->shape.op, w->shape.m, w->shape.n, w->shape.k, NULL, &sel) != AT_STATUS_OK)
+  if (at_runtime_select(w->rt[which], q->shape.op, w->shape.m, w->shape.n, w->shape.k, NULL, &sel) != AT_STATUS_OK)
     return set_result(r, "none", "the runtime library has no config: %s", at_runtime_last_error()), 0;
-  copy_str(rep->source, sizeof rep->source, sel.source);
-  copy_str(rep->path, sizeof rep->path, sel.path);
-  copy_str(rep->bucket, sizeof rep->bucket, sel.bucket);
-  copy_str(rep->variant, sizeof rep->variant, sel.variant);
-  copy_str(rep->params, sizeof rep->params, sel.params);
-  copy_str(rep->kernel, sizeof rep->kernel, sel.kernel);
+  copy_str(r->source, sizeof r->source, sel.source);
+  copy_str(r->path, sizeof r->path, sel.path);
+  copy_str(r->bucket, sizeof r->bucket, sel.bucket);
+  copy_str(r->variant, sizeof r->variant, sel.variant);
+  copy_str(r->params, sizeof r->params, sel.params);
+  copy_str(r->kernel, sizeof r->kernel, sel.kernel);
   return 1;
 }
 
@@ -160,7 +191,7 @@ static void check_provider(cmp_worker *w, int p, const at_check_bound *bound, at
   CUdeviceptr absref = w->gop->reference_abs ? w->gop->reference_abs(w->state) : 0;
   for (int pass = 1; pass <= 2; pass++) {
     const char *run = pass == 1 ? "first run" : "second run";
-    if (at_poison_bf16(&w->g, out, count) || ENQUEUE[p](w, 0, w->g.stream)) {
+    if (at_poison_bf16(&w->g, out, count) || ENQUEUE[p](&w->pv[p], 0, w->g.stream)) {
       failed(w, r, run);
       return;
     }
@@ -199,9 +230,9 @@ static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_re
   int active[AT_CMP_NPROVIDERS], na = 0;
   const int samples = q->shape.samples, warmup = q->shape.warmup;
   for (int p = 0; p < AT_CMP_NPROVIDERS && !w->dead; p++) {
-    if (strcmp(rep->r[p].status, "ok") != 0) continue;
+    if (!ENQUEUE[p] || !q->use[p] || strcmp(rep->r[p].status, "ok") != 0) continue;
     step(w, p, "capture");
-    if (at_timed_create(&w->g, ENQUEUE[p], w, w->sets, &t[p])) {
+    if (at_timed_create(&w->g, ENQUEUE[p], &w->pv[p], w->sets, &t[p])) {
       failed(w, &rep->r[p], "capturing the timing graph");
       t[p] = NULL;
       continue;
@@ -233,10 +264,30 @@ static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_re
       r->time_max_us = v[p][samples - 1];
       at_timed_destroy(t[p]);
     } else if (t[p]) {
-      set_result(r, "error", "%s", "not timed: the GPU context was lost while the other provider was timed");
+      set_result(r, "error", "%s", "not timed: the GPU context was lost while another provider was timed");
     }
     free(v[p]);
   }
+}
+
+/* The cuBLAS FP32 reference, timed alone by the op (one input set: its fp32 copies exist once). */
+static void time_cublas(cmp_worker *w, const at_compare_req *q, at_compare_result *r) {
+  copy_str(r->kernel, sizeof r->kernel, "cublas_fp32_reference");
+  if (!w->gop->time_reference) {
+    set_result(r, "none", "op %s has no timed reference", w->gop->name);
+    return;
+  }
+  step(w, AT_CMP_CUBLAS, "timing");
+  at_bench_cfg cfg = {w->sets, q->shape.warmup, q->shape.samples, q->shape.samples, 0};
+  at_bench_result b;
+  memset(&b, 0, sizeof b);
+  if (w->gop->time_reference(w->state, &cfg, &b)) {
+    failed(w, r, "timing the reference");
+    return;
+  }
+  set_result(r, "ok", "%s", "");
+  r->samples = b.samples;
+  r->time_us = b.median_us, r->time_min_us = b.min_us, r->time_max_us = b.max_us;
 }
 
 static void serve_compare(cmp_worker *w, const at_compare_req *q, at_compare_reply *rep) {
@@ -252,11 +303,14 @@ static void serve_compare(cmp_worker *w, const at_compare_req *q, at_compare_rep
   }
   if (shape_setup(w, q, rep)) {
     const at_check_bound bound = {q->shape.atol, q->shape.rtol, q->shape.gamma};
-    if (q->use[AT_CMP_AUTOTUNE]) {
-      step(w, AT_CMP_AUTOTUNE, "select");
-      if (select_config(w, q, rep)) {
-        step(w, AT_CMP_AUTOTUNE, "check");
-        check_provider(w, AT_CMP_AUTOTUNE, &bound, &rep->r[AT_CMP_AUTOTUNE]);
+    static const int RUNTIMES[] = {AT_CMP_AUTOTUNE, AT_CMP_DEFAULT};
+    for (size_t i = 0; i < AT_ARRAY_LEN(RUNTIMES) && !w->dead; i++) {
+      int p = RUNTIMES[i];
+      if (!q->use[p]) continue;
+      step(w, p, "select");
+      if (select_config(w, q, p, &rep->r[p])) {
+        step(w, p, "check");
+        check_provider(w, p, &bound, &rep->r[p]);
       }
     }
     if (q->use[AT_CMP_CUBLASLT] && !w->dead) {
@@ -265,8 +319,7 @@ static void serve_compare(cmp_worker *w, const at_compare_req *q, at_compare_rep
       step(w, AT_CMP_CUBLASLT, "prepare");
       if (!w->gop->vendor_prepare || !w->gop->vendor_enqueue)
         set_result(r, "none", "op %s has no vendor kernel", w->gop->name);
-      else if (w->gop->vendor_prepare(w->state, &available, rep->vendor_name, sizeof rep->vendor_name, r->message,
-                                      sizeof r->message))
+      else if (w->gop->vendor_prepare(w->state, &available, r->kernel, sizeof r->kernel, r->message, sizeof r->message))
         failed(w, r, "preparing cuBLASLt");
       else if (!available)
         snprintf(r->status, sizeof r->status, "none"); /* the note is in r->message */
@@ -276,6 +329,7 @@ static void serve_compare(cmp_worker *w, const at_compare_req *q, at_compare_rep
       }
     }
     if (!w->dead) time_providers(w, q, rep);
+    if (q->use[AT_CMP_CUBLAS] && !w->dead) time_cublas(w, q, &rep->r[AT_CMP_CUBLAS]);
   }
   /* Whatever failed, the providers asked for and not run say so, and the parent names them. */
   for (int p = 0; p < AT_CMP_NPROVIDERS; p++)
@@ -286,8 +340,13 @@ static void serve_compare(cmp_worker *w, const at_compare_req *q, at_compare_rep
 }
 
 int at_compare_worker_main(int gpu, int in, int out) {
+  /* The parent says which DB and configs the runtime reads; the environment must not add any (the
+   * default provider's runtime is opened with none). */
+  unsetenv("AUTOTUNE_DB");
+  unsetenv("AUTOTUNE_CONFIGS");
   cmp_worker *w = at_xcalloc(1, sizeof *w);
   w->out = out;
+  for (int p = 0; p < AT_CMP_NPROVIDERS; p++) w->pv[p] = (prov){w, p};
   if (at_gpu_open(gpu, &w->g)) {
     send_error(out, at_errmsg());
     free(w);
@@ -332,7 +391,7 @@ int at_compare_worker_main(int gpu, int in, int out) {
     free(p);
   }
   if (w->state) w->gop->teardown(w->state);
-  at_runtime_close(w->rt);
+  for (int i = 0; i < NRT; i++) at_runtime_close(w->rt[i]);
   free(w);
   return rc;
 }

@@ -1,10 +1,16 @@
-/* test_compare.c: `autotune compare` on a GPU (exits 77 where there is none). argv[1] is the
- * autotune binary. A small space (test/data/spaces/compare.yaml) is tuned into a fresh DB (every
- * result and the vendor baseline keep the check's worst ratio, results.check_ratio), then:
+/* test_compare.c: `autotune compare`, `expect` and `report` on a GPU (exits 77 where there is none).
+ * argv[1] is the autotune binary. A small space (test/data/spaces/compare.yaml) is tuned into a
+ * fresh DB (every result and the vendor baseline keep the check's worst ratio, results.check_ratio),
+ * then:
  *   - compare: both providers checked and timed on every shape, the runtime answering from the DB,
  *     a ratio per shape and the geometric means, exit 0; the JSON says the same;
+ *   - all four live providers (autotune, default, cublaslt, cublas), then a file provider: the
+ *     results file just written, compared again with the live autotune;
  *   - --shapes (CSV) with a shape nobody tuned: the runtime's built-in config answers, exit 0;
  *   - --providers cublaslt: one provider only, no ratio;
+ *   - tune --shapes CSV: exactly the CSV's shapes are tuned;
+ *   - expect record --measure, then check: passes; edited to demand 20% more: fails;
+ *   - report: a CSV row per result, an SVG that parses;
  *   - the compare worker killed in the middle: exit 1, the parent names the shape and the provider,
  *     and the shapes after it are compared by a new worker. */
 #include <signal.h>
@@ -65,9 +71,9 @@ int main(int argc, char **argv) {
    * keep their worst error / bound (at most 1, since they passed). */
   char *tune[] = {"--db", db, space, NULL};
   CHECK_EQ_INT(run("tune.txt", 900, tune), 0);
-  CHECK(dbq(db, "SELECT count_of(*) FROM results WHERE status='ok'") > 0);
-  CHECK_EQ_INT(dbq(db, "SELECT count_of(*) FROM results WHERE status='ok' AND (check_ratio IS NULL OR check_ratio > 1)"), 0);
-  CHECK_EQ_INT(dbq(db, "SELECT count_of(*) FROM baselines WHERE name='cublaslt_blockscale_fp8' AND check_ratio <= 1"), 3);
+  CHECK(dbq(db, "SELECT count(*) FROM results WHERE status='ok'") > 0);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status='ok' AND (check_ratio IS NULL OR check_ratio > 1)"), 0);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM baselines WHERE name='cublaslt_blockscale_fp8' AND check_ratio <= 1"), 3);
   char *tuned = read_tmp("tune.txt");
   CHECK_CONTAINS(tuned, "vendor chk");
   free(tuned);
@@ -81,13 +87,38 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(j, "\"providers\": [\"autotune\", \"cublaslt\"]");
   CHECK_EQ_INT(count_of(j, "\"status\": \"ok\", \"time_us\": "), 6);
   CHECK_EQ_INT(count_of(j, "\"source\": \"db\""), 3);
-  /* Every shape has its ratio; the only null is the M >= 2048 geomean, a group with no shape. */
-  CHECK_EQ_INT(count_of(j, "\"ratio\": null"), 1);
+  /* Every shape has its ratio; the only null is the M >= 2048 geomean (in geomean and geomeans), a
+   * group with no shape. */
+  CHECK_EQ_INT(count_of(j, "\"ratio\": null"), 2);
   CHECK_CONTAINS(j, "\"m_ge_2048\": {\"ratio\": null, \"shapes\": 0}");
   CHECK_CONTAINS(j, "\"all\": {\"ratio\": ");
   CHECK_CONTAINS(j, "\"missing\": []");
-  CHECK_CONTAINS(j, "\"name\": \"cublaslt_blockscale_fp8\"");
+  CHECK_CONTAINS(j, "\"kernel\": \"cublaslt_blockscale_fp8\"");
+  CHECK_CONTAINS(j, "\"format\": \"autotune-results/1\"");
   free(out), free(j);
+
+  /* Every live provider: the built-in config through the runtime, the FP32 reference unchecked. */
+  char *json4 = at_path_join(TMP, "four.json");
+  char *cmp4[] = {"compare", space, "--providers", "autotune,default,cublaslt,cublas", "--db", db, "--configs", configs,
+                  "--json", json4, NULL};
+  CHECK_EQ_INT(run("four.txt", 900, cmp4), 0);
+  j = slurp(json4);
+  CHECK_EQ_INT(count_of(j, "\"status\": \"ok\", \"time_us\": "), 12);
+  CHECK_EQ_INT(count_of(j, "\"source\": \"builtin\""), 3);
+  CHECK_EQ_INT(count_of(j, "\"cublas\": {\"status\": \"ok\""), 3);
+  CHECK_EQ_INT(count_of(j, "\"kernel\": \"cublas_fp32_reference\""), 3);
+  free(j);
+  out = read_tmp("four.txt");
+  CHECK_CONTAINS(out, "geomean time autotune / default: all shapes");
+  CHECK_CONTAINS(out, "geomean time autotune / cublas: all shapes");
+  free(out);
+  /* That file as a provider: its four providers beside the live autotune. */
+  char *fileprov = at_xasprintf("autotune,file:%s", json4);
+  char *cmp5[] = {"compare", space, "--providers", fileprov, "--db", db, "--configs", configs, NULL};
+  CHECK_EQ_INT(run("file.txt", 900, cmp5), 0);
+  out = read_tmp("file.txt");
+  CHECK_CONTAINS(out, "geomean time autotune / autotune+four: all shapes");
+  free(out), free(fileprov), free(json4);
 
   /* Shapes of a file, one of them tuned by nobody: the runtime's built-in config answers. */
   char *csv = at_path_join(TMP, "shapes.csv");
@@ -108,6 +139,64 @@ int main(int argc, char **argv) {
   CHECK_EQ_INT(count_of(j, "\"autotune\": {"), 0);
   CHECK_EQ_INT(count_of(j, "\"status\": \"ok\", \"time_us\": "), 3);
   free(j);
+
+  /* tune --shapes: exactly the CSV's shapes are tuned (a DB of their own). */
+  char *db2 = at_path_join(TMP, "shapes.db");
+  char *tune2[] = {"--db", db2, "--shapes", csv, space, NULL};
+  CHECK_EQ_INT(run("tune_shapes.txt", 900, tune2), 0);
+  CHECK_EQ_INT(dbq(db2, "SELECT count(*) FROM problems"), 2);
+  CHECK_EQ_INT(dbq(db2, "SELECT count(*) FROM problems WHERE (m, n, k) IN (VALUES (64, 1024, 512), (32, 4096, 512))"), 2);
+  CHECK_EQ_INT(dbq(db2, "SELECT count(*) FROM winners"), 2);
+  free(db2);
+
+  /* expect: recorded by timing through the runtime, checked at once: passes; 20% more: fails. */
+  char *exp = at_path_join(TMP, "sm.json"), *more = at_path_join(TMP, "more.json");
+  char *rec[] = {"expect", "record", "--measure", "--db", db, "--out", exp, "--space", space, NULL};
+  CHECK_EQ_INT(run("record.txt", 900, rec), 0);
+  char *chk[] = {"expect", "check", "--file", exp, "--db", db, "--configs", configs, NULL};
+  CHECK_EQ_INT(run("check.txt", 900, chk), 0);
+  out = read_tmp("check.txt");
+  CHECK_CONTAINS(out, "3 checked: ");
+  free(out);
+  char *e = slurp(exp);
+  at_buf edited = {0};
+  for (char *p = e, *q; *p; p = q) { /* every "tflops": X becomes X * 1.2 */
+    q = strstr(p, "\"tflops\": ");
+    if (!q) {
+      at_buf_puts(&edited, p);
+      break;
+    }
+    q += strlen("\"tflops\": ");
+    at_buf_append(&edited, p, (size_t)(q - p));
+    char *end;
+    double v = strtod(q, &end);
+    at_buf_printf(&edited, "%.3f", v * 1.2);
+    q = end;
+  }
+  at_write_file_atomic(more, edited.data, edited.len);
+  at_buf_free(&edited);
+  free(e);
+  char *chk2[] = {"expect", "check", "--file", more, "--db", db, "--configs", configs, NULL};
+  CHECK_EQ_INT(run("check2.txt", 900, chk2), 1);
+  out = read_tmp("check2.txt");
+  CHECK_CONTAINS(out, "SLOWER");
+  free(out), free(exp), free(more);
+
+  /* report on a DB of a real run: a CSV row per result, an SVG of each kind. */
+  char *rcsv = at_path_join(TMP, "report.csv"), *rsvg = at_path_join(TMP, "report.svg");
+  char *rep[] = {"report", "--db", db, "--csv", rcsv, "--plot", rsvg, NULL};
+  CHECK_EQ_INT(run("report.txt", 300, rep), 0);
+  char *rtext = slurp(rcsv);
+  int rows = -1, quoted = 0;
+  for (const char *p = rtext; *p; p++) {
+    if (*p == '"') quoted = !quoted;
+    if (*p == '\n' && !quoted) rows++;
+  }
+  CHECK_EQ_INT(rows, dbq(db, "SELECT count(*) FROM results"));
+  free(rtext);
+  char *py = at_xasprintf("python3 -c \"import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])\" '%s'", rsvg);
+  if (system("python3 -c '' 2>/dev/null") == 0) CHECK_EQ_INT(system(py), 0);
+  free(py), free(rcsv), free(rsvg);
 
   /* The worker killed once the first shape is printed: the parent says where, carries on with a new
    * worker, and exits 1 since a shape has no answer. */

@@ -1,7 +1,10 @@
 /* test_compare.c: `autotune compare` as far as it goes without a GPU (argv[1] is the binary): bad
  * arguments are exit 2 and name the argument; a shapes file's errors name its file and line (CSV)
- * or line and column (YAML); the CSV parser's accepted forms; and where there is no GPU, compare
- * says plainly that it needs one and exits 1. The GPU half is test/gpu/test_compare.c. */
+ * or line and column (YAML); the CSV parser's accepted forms; providers from results files
+ * (file:PATH, core/results.h): compared without a GPU, written back in the same schema and read
+ * again, a file without a record for a shape refused naming both, a bad file naming the place; and
+ * where there is no GPU, compare says plainly that it needs one and exits 1. The GPU half is
+ * test/gpu/test_compare.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +131,94 @@ static void csv_forms(void) {
   at_shape_list_free(&l);
 }
 
+/* A results file of one provider, its shapes (m, n, k, time) as given; time 0: status wrong. */
+static char *results(const char *name, const char *provider, const int64_t (*shapes)[4], size_t n) {
+  at_buf b = {0};
+  at_buf_printf(&b, "{\"format\": \"autotune-results/1\", \"op\": \"gemm_a8w8_blockscale\", \"providers\": [\"%s\"],"
+                    " \"shapes\": [", provider);
+  for (size_t i = 0; i < n; i++) {
+    at_buf_printf(&b, "%s\n {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"%s\": ", i ? "," : "", (long long)shapes[i][0],
+                  (long long)shapes[i][1], (long long)shapes[i][2], provider);
+    if (shapes[i][3])
+      at_buf_printf(&b, "{\"status\": \"ok\", \"time_us\": %lld, \"kernel\": \"k_%s\", \"meta\": {\"num_warps\": 4}}}",
+                    (long long)shapes[i][3], provider);
+    else
+      at_buf_puts(&b, "{\"status\": \"wrong\", \"time_us\": null, \"message\": \"mismatch\"}}");
+  }
+  at_buf_puts(&b, "]}\n");
+  char *p = file(name, b.data);
+  at_buf_free(&b);
+  return p;
+}
+
+static void file_providers(void) {
+  /* tiny.yaml's shapes: M=16 and M=64 of N=1024 K=512. */
+  static const int64_t TRITON[][4] = {{16, 1024, 512, 10}, {64, 1024, 512, 20}, {4096, 4096, 4096, 900}};
+  static const int64_t CUTLASS[][4] = {{64, 1024, 512, 16}, {16, 1024, 512, 8}};
+  static const int64_t PARTIAL[][4] = {{16, 1024, 512, 5}};
+  static const int64_t WRONG[][4] = {{16, 1024, 512, 5}, {64, 1024, 512, 0}};
+  char *tri = results("triton.json", "triton", TRITON, 3), *cut = results("cutlass.json", "cutlass", CUTLASS, 2);
+  char *part = results("partial.json", "partial", PARTIAL, 1), *wrong = results("wrong.json", "wr", WRONG, 2);
+  char *json = at_path_join(TMP, "files.json"), *list = at_xasprintf("file:%s,file:%s", tri, cut);
+  /* Two files, no GPU: the table, the ratios, the geometric mean, exit 0. */
+  expect(RUN(SPACE, "--providers", list, "--json", json), 0, "every provider is a file: no GPU used");
+  char *o = output();
+  CHECK_CONTAINS(o, "  triton us  TFLOP/s  roof%     chk  cutlass us  TFLOP/s  roof%     chk   tr/cu");
+  CHECK_CONTAINS(o, "     16    1024     512       10.00      1.7      -       -        8.00      2.1      -       -   1.25x");
+  CHECK_CONTAINS(o, "geomean time triton / cutlass: all shapes 1.250x (2 shapes)");
+  free(o);
+  char *j = slurp(json);
+  CHECK_CONTAINS(j, "\"format\": \"autotune-results/1\"");
+  CHECK_CONTAINS(j, "\"providers\": [\"triton\", \"cutlass\"]");
+  CHECK_CONTAINS(j, "\"triton\": {\"status\": \"ok\", \"time_us\": 10.0000");
+  CHECK_CONTAINS(j, "\"kernel\": \"k_triton\"");
+  CHECK_CONTAINS(j, "\"meta\": {\"num_warps\": 4}");
+  CHECK_CONTAINS(j, "\"missing\": []");
+  free(j);
+  /* compare's own file is a provider file in turn: the same provider twice gets its file's name. */
+  char *again = at_xasprintf("file:%s,file:%s", tri, json);
+  expect(RUN(SPACE, "--providers", again), 0, "triton+files us");
+  free(again);
+  /* A provider without a record for a shape of the list: exit 2 before anything runs, naming both. */
+  char *p2 = at_xasprintf("autotune,file:%s", part);
+  expect(RUN(SPACE, "--providers", p2), 2, "provider partial (file:");
+  o = output();
+  CHECK_CONTAINS(o, "has no record for M=64 N=1024 K=512");
+  CHECK_CONTAINS(o, "nothing was run");
+  free(o), free(p2);
+  /* A record that is not ok: reported, exit 1. */
+  p2 = at_xasprintf("file:%s", wrong);
+  expect(RUN(SPACE, "--providers", p2), 1, "M=64 N=1024 K=512 wr: wrong: mismatch");
+  free(p2);
+  /* Bad files name the file and the place. */
+  static const struct {
+    const char *name, *text, *msg;
+  } BAD[] = {
+      {"fmt.json", "{\"format\": \"x\", \"providers\": [\"a\"], \"shapes\": []}", "\"format\" must be \"autotune-results/1\""},
+      {"notime.json",
+       "{\"format\": \"autotune-results/1\", \"providers\": [\"a\"], \"shapes\": [{\"m\": 16, \"n\": 1024, \"k\": 512,"
+       " \"a\": {\"status\": \"ok\"}}]}",
+       "shapes[0] (M=16 N=1024 K=512), a: status ok needs a positive time_us"},
+      {"name.json", "{\"format\": \"autotune-results/1\", \"providers\": [\"m\"], \"shapes\": []}", "providers: a provider is named"},
+      {"twice.json",
+       "{\"format\": \"autotune-results/1\", \"providers\": [\"a\"], \"shapes\": [{\"m\": 1, \"n\": 8, \"k\": 128},"
+       " {\"m\": 1, \"n\": 8, \"k\": 128}]}",
+       "shapes[1] (M=1 N=8 K=128): the shape is listed twice (first as shapes[0])"},
+      {"op.json", "{\"format\": \"autotune-results/1\", \"op\": \"gemm_bf16\", \"providers\": [\"a\"], \"shapes\": []}",
+       "its results are of op gemm_bf16"},
+  };
+  for (size_t i = 0; i < AT_ARRAY_LEN(BAD); i++) {
+    char *f = file(BAD[i].name, BAD[i].text), *arg = at_xasprintf("file:%s", f);
+    expect(RUN(SPACE, "--providers", arg), 2, BAD[i].msg);
+    free(f), free(arg);
+  }
+  expect(RUN(SPACE, "--providers", "file:"), 2, "file: needs a path");
+  char *self = at_xasprintf("file:%s", tri);
+  expect(RUN(SPACE, "--providers", self, "--json", tri), 2, "is the results file of a provider");
+  free(self);
+  free(tri), free(cut), free(part), free(wrong), free(json), free(list);
+}
+
 static void without_gpu(void) {
   char *devices = at_path_join(TMP, "devices.txt");
   char *argv[] = {(char *)EXE, "devices", NULL};
@@ -156,6 +247,7 @@ int main(int argc, char **argv) {
   arguments();
   shapes_file_errors();
   csv_forms();
+  file_providers();
   without_gpu();
   return check_summary();
 }
