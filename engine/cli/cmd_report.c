@@ -165,7 +165,7 @@ static void print_top(const rep_view *v, const rep_shape *s, int top) {
     free(r);
     return;
   }
-  printf("   %4s  %-8s %-44s %8s %9s %8s %6s %5s %4s %-6s %5s %8s %9s %-6s\n", "rank", "variant", "params", "time us",
+  printf("   %4s  %-8s %-44s %8s %9s %8s %6s %5s %4s %-6s %5s %8s %9s %s\n", "rank", "variant", "params", "time us",
          "retime us", "TFLOP/s", "roof%", "occ", "blk", "limit", "regs", "smem KiB", "spills", "status");
   for (size_t i = 0; i < n && i < (size_t)top; i++) {
     const rep_row *w = r[i];
@@ -188,7 +188,7 @@ static void print_top(const rep_view *v, const rep_shape *s, int top) {
     if (w->occ.blocks_per_sm == 0) lim = "fits0";
     snprintf(spills, sizeof spills, "%d/%d", c->spill_stores > 0 ? c->spill_stores : 0, c->spill_loads > 0 ? c->spill_loads : 0);
     double smem = ((c->static_smem > 0 ? c->static_smem : 0) + (c->smem_bytes > 0 ? c->smem_bytes : 0)) / 1024.0;
-    printf("   %3zu%s  %-8s %-44s %8.2f %9s %8.1f %6s %5s %4s %-6s %5d %8.1f %9s %-6s\n", i + 1, w->winner ? "*" : " ",
+    printf("   %3zu%s  %-8s %-44s %8.2f %9s %8.1f %6s %5s %4s %-6s %5d %8.1f %9s %s\n", i + 1, w->winner ? "*" : " ",
            c->variant, params, w->r->time_us, re, tf, roof, occ, blk, lim, c->regs, smem, spills, w->r->status);
   }
   if (n > (size_t)top) printf("   (%zu more checked results)\n", n - (size_t)top);
@@ -266,8 +266,8 @@ static void print_pruning(const rep_view *v) {
 static void print_report(const rep_view *v, const char *db, int top) {
   int64_t compiled = 0;
   for (size_t i = 0; i < v->d.ncandidates; i++) compiled += v->d.candidates[i].compiled;
-  printf("report: %s (schema %d): %zu runs, %zu candidates (%lld compiled), %zu results in all; %zu shapes here\n", db,
-         v->d.schema_version, v->d.nruns, v->d.ncandidates, (long long)compiled, v->d.nresults, v->n);
+  printf("report: %s (schema %d): %zu runs, %zu candidates (%lld compiled), %zu results in all; %zu shape%s here\n", db,
+         v->d.schema_version, v->d.nruns, v->d.ncandidates, (long long)compiled, v->d.nresults, v->n, v->n == 1 ? "" : "s");
   for (size_t i = 0; i < v->n;) {
     size_t j = i;
     while (j < v->n && v->shapes[j].dev == v->shapes[i].dev) j++;
