@@ -17,7 +17,7 @@
 
 static const char *USAGE =
     "usage: autotune report [--db PATH] [--device D] [--tag TAG] [--shape MxNxK]... [--shapes FILE [--only NAME,...]]\n"
-    "                       [--top N] [--csv FILE] [--plot FILE.svg]\n\n"
+    "                       [--top N] [--csv FILE] [--plot FILE.svg [--results FILE]...]\n\n"
     "Prints, from the DB, per device a table of the shapes (winner, TFLOP/s, share of the roofline, vendor\n"
     "time and speedup), per shape its top candidates (time, TFLOP/s, roofline share, theoretical occupancy,\n"
     "registers, shared memory, spills, status) and the count of every status, the counts per variant and\n"
@@ -32,14 +32,17 @@ static const char *USAGE =
     "  --top N            candidates shown per shape (default 5; 0: none)\n"
     "  --csv FILE         also write every result row of the chosen shapes as CSV\n"
     "  --plot FILE.svg    also draw an SVG: with one shape, the best time per (BLOCK_M, BLOCK_N) as a heat\n"
-    "                     map with occupancy; with several, TFLOP/s against M per provider\n";
+    "                     map with occupancy; with several, TFLOP/s against M per provider\n"
+    "  --results FILE     more providers for that plot: a results file (compare --json, or another tool's)\n";
 
-enum { MAX_SHAPES = 256 };
+enum { MAX_SHAPES = 256, MAX_RESULTS = 8 };
 
 typedef struct options {
   const char *db, *csv, *plot;
   rep_filter f;
   int64_t shape[MAX_SHAPES][3];
+  const char *results[MAX_RESULTS]; /* --results FILE */
+  int nresults;
   int top;
 } options;
 
@@ -58,8 +61,8 @@ static int parse_options(int argc, char **argv, options *o) {
                                        {"tag", required_argument, 0, 't'},    {"shape", required_argument, 0, 's'},
                                        {"shapes", required_argument, 0, 'S'}, {"only", required_argument, 0, 'o'},
                                        {"top", required_argument, 0, 'n'},    {"csv", required_argument, 0, 'c'},
-                                       {"plot", required_argument, 0, 'p'},   {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+                                       {"plot", required_argument, 0, 'p'},   {"results", required_argument, 0, 'r'},
+                                       {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   const char *env_db = getenv("AUTOTUNE_DB");
   o->db = env_db && *env_db ? env_db : "tuned/autotune.db";
@@ -86,6 +89,10 @@ static int parse_options(int argc, char **argv, options *o) {
     }
     case 'c': o->csv = optarg; break;
     case 'p': o->plot = optarg; break;
+    case 'r':
+      if (o->nresults == MAX_RESULTS) return at_fail(AT_ERR_INPUT, "--results: at most %d files", MAX_RESULTS);
+      o->results[o->nresults++] = optarg;
+      break;
     case 'h': fputs(USAGE, stdout); return -1;
     case ':': return at_fail(AT_ERR_INPUT, "report: option %s needs a value (see --help)", argv[optind - 1]);
     default: return at_fail(AT_ERR_INPUT, "report: unknown option '%s' (see --help)", argv[optind - 1]);
@@ -93,6 +100,7 @@ static int parse_options(int argc, char **argv, options *o) {
   }
   if (optind != argc) return at_fail(AT_ERR_INPUT, "report: unexpected argument '%s' (see --help)", argv[optind]);
   if (o->f.nshapes && o->f.shapes_file) return at_fail(AT_ERR_INPUT, "report: --shape and --shapes: give one or the other");
+  if (o->nresults && !o->plot) return at_fail(AT_ERR_INPUT, "--results adds providers to --plot; give --plot FILE.svg");
   if (o->f.only && !o->f.shapes_file) return at_fail(AT_ERR_INPUT, "--only chooses groups of a --shapes file; give the file");
   o->f.shapes = (const int64_t(*)[3])o->shape;
   if (!at_file_exists(o->db)) return at_fail(AT_ERR_INPUT, "report: --db: no DB at %s", o->db);
@@ -294,8 +302,21 @@ int cmd_report(int argc, char **argv) {
   int rc = parse_options(argc, argv, &o);
   if (rc == -1) return AT_OK; /* --help */
   AT_TRY(rc);
+  at_results_file files[MAX_RESULTS];
+  for (int i = 0; i < o.nresults; i++) {
+    if ((rc = at_results_load(o.results[i], &files[i]))) {
+      at_errctx("--results");
+      for (int j = 0; j < i; j++) at_results_free(&files[j]);
+      return rc;
+    }
+  }
   rep_view v;
-  AT_TRY(rep_view_build(o.db, &o.f, &v));
+  rc = rep_view_build(o.db, &o.f, &v);
+  if (rc) {
+    for (int i = 0; i < o.nresults; i++) at_results_free(&files[i]);
+    return rc;
+  }
+  v.files = files, v.nfiles = (size_t)o.nresults;
   int filtered = o.f.device || o.f.tag || o.f.nshapes || o.f.shapes_file;
   for (size_t i = 0; i < v.nmissing; i++) fprintf(stderr, "autotune: report: no results for %s in %s\n", v.missing[i], o.db);
   if (v.n == 0 && filtered) {
@@ -309,5 +330,6 @@ int cmd_report(int argc, char **argv) {
     if (rc == AT_OK && o.plot) fprintf(stderr, "report: wrote %s\n", o.plot);
   }
   rep_view_free(&v);
+  for (int i = 0; i < o.nresults; i++) at_results_free(&files[i]);
   return rc;
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "../core/occupancy.h"
+#include "../core/results.h"
 #include "../core/store_report.h"
 
 typedef struct rep_row {
@@ -49,6 +50,9 @@ typedef struct rep_view {
   /* Shapes asked for (--shape, --shapes) that have no result in the DB: "M=.. N=.. K=.. (name)". */
   char **missing;
   size_t nmissing;
+  /* More providers for the plot against M (report --results FILE): results files (core/results.h). */
+  const at_results_file *files;
+  size_t nfiles;
 } rep_view;
 
 /* Reads the DB at path (read-only) and builds the view. Errors: AT_ERR_INPUT for a filter that
@@ -80,7 +84,7 @@ void rep_device_short(const at_rep_device *d, char *out, size_t cap);
 
 int rep_write_csv(const rep_view *v, const char *path);
 /* One shape in the view: the heat map of best time per (BLOCK_M, BLOCK_N); several: TFLOP/s
- * against M per provider, one panel per (N, K). */
+ * against M per provider (the DB's, then every provider of v->files), one panel per (N, K). */
 int rep_write_svg(const rep_view *v, const char *path);
 
 #endif

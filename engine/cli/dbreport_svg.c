@@ -170,13 +170,23 @@ static int heat_map(const rep_view *v, at_buf *b) {
 
 /* ---- TFLOP/s against M ------------------------------------------------------------------------ */
 
-enum { PROV_TUNED, PROV_VENDOR, PROV_REF, NPROV };
-static const char *const PROV_COLOUR[NPROV] = {"#1f77b4", "#d62728", "#7f7f7f"};
+/* The DB's providers, then those of the results files (report --results). */
+enum { PROV_TUNED, PROV_VENDOR, PROV_REF, NDB, MAXPROV = 12 };
+static const char *const PROV_COLOUR[MAXPROV] = {"#1f77b4", "#d62728", "#7f7f7f", "#2ca02c", "#ff7f0e", "#9467bd",
+                                                 "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79", "#637939"};
+
+typedef struct provider {
+  const char *name;
+  const at_results_file *file; /* NULL: one of the DB's */
+} provider;
 
 /* A provider's TFLOP/s on a shape; 0 when it has no time. */
-static double provider_tflops(const rep_shape *s, int p) {
+static double provider_tflops(const rep_shape *s, int p, const provider *pv) {
   double t = -1;
-  if (p == PROV_TUNED) {
+  if (pv[p].file) {
+    const at_result_rec *r = at_results_find(pv[p].file, pv[p].name, s->prob->m, s->prob->n, s->prob->k);
+    t = r && strcmp(r->status, "ok") == 0 ? r->time_us : -1;
+  } else if (p == PROV_TUNED) {
     if (s->winner) t = s->winner->time_us;
     if (t <= 0) { /* no decided winner: the fastest checked result */
       size_t n;
@@ -202,34 +212,44 @@ static int lines(const rep_view *v, at_buf *b) {
       return at_fail(AT_ERR_INPUT, "--plot: the shapes are of several devices (%s, %s); choose one with --device",
                      v->shapes[0].dev->name, v->shapes[i].dev->name);
   /* Panels: the distinct (tag, N, K), in the view's order. */
-  size_t *panel_of = at_xcalloc(v->n, sizeof *panel_of), *first = at_xcalloc(v->n, sizeof *first), np = 0;
+  size_t *panel_of = at_xcalloc(v->n, sizeof *panel_of), *first = at_xcalloc(v->n, sizeof *first), npanels = 0;
   for (size_t i = 0; i < v->n; i++) {
     const at_rep_problem *p = v->shapes[i].prob;
     size_t k = 0;
-    while (k < np && !(v->shapes[first[k]].prob->n == p->n && v->shapes[first[k]].prob->k == p->k &&
+    while (k < npanels && !(v->shapes[first[k]].prob->n == p->n && v->shapes[first[k]].prob->k == p->k &&
                        strcmp(v->shapes[first[k]].prob->tag, p->tag) == 0))
       k++;
-    if (k == np) first[np++] = i;
+    if (k == npanels) first[npanels++] = i;
     panel_of[i] = k;
   }
   const char *vendor = NULL;
   for (size_t i = 0; i < v->n && !vendor; i++) vendor = v->shapes[i].vendor_name;
-  const char *names[NPROV] = {"autotune (tuned winner)", vendor ? vendor : "vendor", "cublas_fp32_reference"};
+  provider pv[MAXPROV] = {{"autotune (tuned winner)", NULL}, {vendor ? vendor : "vendor", NULL}, {"cublas_fp32_reference", NULL}};
+  int nprov = NDB;
+  for (size_t f = 0; f < v->nfiles; f++)
+    for (size_t q = 0; q < v->files[f].nproviders; q++) {
+      if (nprov == MAXPROV) {
+        free(panel_of), free(first);
+        return at_fail(AT_ERR_INPUT, "--results: at most %d providers in a plot", MAXPROV);
+      }
+      pv[nprov++] = (provider){v->files[f].providers[q], &v->files[f]};
+    }
   const double pw = 380, ph = 250, ml = 56, mt = 34, mb = 40;
-  size_t cols = np < 3 ? np : 3, rows = (np + cols - 1) / cols;
-  double w = cols * pw + 20, h = 90 + rows * (ph + 20);
+  size_t cols = npanels < 3 ? npanels : 3, rows = (npanels + cols - 1) / cols;
+  double legend = 18.0 * ((nprov - 1) / 4); /* legend lines beyond the first */
+  double w = fmax(cols * pw + 20, 12 + 250.0 * (nprov < 4 ? nprov : 4)), h = 90 + legend + rows * (ph + 20);
   char title[512];
   snprintf(title, sizeof title, "TFLOP/s against M per provider: %s, %zu shapes", v->shapes[0].dev->name, v->n);
   begin(b, w, h, title);
   text(b, 12, 24, "t", "start", title);
-  for (int p = 0; p < NPROV; p++) { /* the legend */
-    double x = 12 + 250.0 * p;
-    at_buf_printf(b, "<line x1=\"%.1f\" y1=\"48\" x2=\"%.1f\" y2=\"48\" stroke=\"%s\" stroke-width=\"2.5\"/>\n", x, x + 24,
-                  PROV_COLOUR[p]);
-    text(b, x + 30, 52, "a", "start", names[p]);
+  for (int p = 0; p < nprov; p++) { /* the legend, four a line */
+    double x = 12 + 250.0 * (p % 4), y = 48 + 18.0 * (p / 4);
+    at_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2.5\"/>\n", x, y,
+                  x + 24, y, PROV_COLOUR[p]);
+    text(b, x + 30, y + 4, "a", "start", pv[p].name);
   }
-  for (size_t k = 0; k < np; k++) {
-    double ox = 10 + (double)(k % cols) * pw, oy = 70 + (double)(k / cols) * (ph + 20);
+  for (size_t k = 0; k < npanels; k++) {
+    double ox = 10 + (double)(k % cols) * pw, oy = 70 + legend + (double)(k / cols) * (ph + 20);
     double x0 = ox + ml, x1 = ox + pw - 16, y0 = oy + ph - mb, y1 = oy + mt;
     int64_t lo = INT64_MAX, hi = 0;
     double ymax = 0;
@@ -238,7 +258,7 @@ static int lines(const rep_view *v, at_buf *b) {
       const rep_shape *s = &v->shapes[i];
       lo = s->prob->m < lo ? s->prob->m : lo;
       hi = s->prob->m > hi ? s->prob->m : hi;
-      for (int p = 0; p < NPROV; p++) ymax = fmax(ymax, provider_tflops(s, p));
+      for (int p = 0; p < nprov; p++) ymax = fmax(ymax, provider_tflops(s, p, pv));
     }
     ymax = nice_ceiling(ymax * 1.05);
     double l2lo = log2((double)lo), l2hi = log2((double)hi);
@@ -269,12 +289,12 @@ static int lines(const rep_view *v, at_buf *b) {
     text(b, (x0 + x1) / 2, y0 + 32, "s", "middle", "M");
     at_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" class=\"s\" text-anchor=\"middle\" transform=\"rotate(-90 %.1f %.1f)\">TFLOP/s</text>\n",
                   ox + 14, (y0 + y1) / 2, ox + 14, (y0 + y1) / 2);
-    for (int p = 0; p < NPROV; p++) {
+    for (int p = 0; p < nprov; p++) {
       at_buf pts = {0};
       int npts = 0;
       for (size_t i = 0; i < v->n; i++) { /* the view is ordered by M within (N, K) */
         if (panel_of[i] != k) continue;
-        double t = provider_tflops(&v->shapes[i], p);
+        double t = provider_tflops(&v->shapes[i], p, pv);
         if (t <= 0) continue;
         double x = XPOS(v->shapes[i].prob->m), y = YPOS(t);
         at_buf_printf(&pts, "%s%.1f,%.1f", npts++ ? " " : "", x, y);

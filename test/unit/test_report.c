@@ -119,6 +119,23 @@ static void outputs(void) {
   CHECK_CONTAINS(text, "TFLOP/s against M per provider");
   CHECK_EQ_INT(count_of(text, "<polyline "), 6); /* 2 panels x 3 providers */
   free(text);
+  /* A results file's providers join the plot against M. */
+  char *res = at_path_join(TMP, "res.json");
+  const char *rj = "{\"format\": \"autotune-results/1\", \"providers\": [\"triton\"], \"shapes\": ["
+                   "{\"m\": 16, \"n\": 1024, \"k\": 512, \"triton\": {\"status\": \"ok\", \"time_us\": 3}},"
+                   "{\"m\": 64, \"n\": 1024, \"k\": 512, \"triton\": {\"status\": \"ok\", \"time_us\": 4}}]}";
+  at_write_file_atomic(res, rj, strlen(rj));
+  CHECK_EQ_INT(REPORT(&out, "--top", "0", "--plot", svg, "--results", res), 0);
+  free(out);
+  text = slurp(svg);
+  CHECK_EQ_INT(count_of(text, "<polyline "), 7); /* the triton line in the first panel only */
+  CHECK_CONTAINS(text, ">triton</text>");
+  free(text);
+  rc = svg_ok(svg);
+  if (rc != 77) CHECK_EQ_INT(rc, 0);
+  CHECK_EQ_INT(REPORT(&out, "--results", res), 2);
+  CHECK_CONTAINS(out, "--results adds providers to --plot");
+  free(out), free(res);
   CHECK_EQ_INT(REPORT(&out, "--shape", "512x1024x512", "--plot", heat), 0);
   free(out);
   rc = svg_ok(heat);
