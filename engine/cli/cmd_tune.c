@@ -63,7 +63,8 @@ static const char *USAGE =
     "  --shapes FILE        tune these shapes instead of the space's (CSV with M,N,K, or YAML groups)\n"
     "  --only NAME,...      only the shape groups of these names (and those under them, NAME/...)\n"
     "environment: AUTOTUNE_DB, AUTOTUNE_CACHE (compile cache dir), AUTOTUNE_TEMPLATES, AUTOTUNE_PROGRESS,\n"
-    "             AUTOTUNE_DEBUG (a line per outcome), AUTOTUNE_DUMP_PTX (a directory for the PTX of compiles)\n";
+    "             AUTOTUNE_DEBUG (a line per outcome), AUTOTUNE_DUMP_PTX (a directory for the PTX of compiles),\n"
+    "             AUTOTUNE_WORKER_PROFILE (each worker's seconds per phase, when it ends)\n";
 
 typedef struct options {
   const char *db;
@@ -303,13 +304,19 @@ int cmd_tune(int argc, char **argv) {
 
   at_compile_job cj = {space, cands, &limits, db, run_id, variant_ids, sources,
                        {arch, o.pch}, cache_dir, o.jobs, o.fresh, &g_stop};
-  if ((rc = at_compile_all(&cj, &compiled, &cstats))) goto out;
-
+  /* With a GPU, the GPU phase starts first and takes candidates as they compile (core/tune.h). */
+  at_tune_job tj = {space, cands, sources, {arch, o.pch}, cache_dir, db, run_id, gpus, ngpus,
+                    o.fresh, !o.no_baselines, shapes_on, &g_stop};
+  at_tune *tune = NULL;
   if (!g_stop && !o.compile_only && ngpus) {
-    at_tune_job tj = {space, cands, compiled, sources, {arch, o.pch}, cache_dir, db, run_id, gpus, ngpus,
-                      o.fresh, !o.no_baselines, shapes_on, &g_stop};
+    if ((rc = at_tune_start(&tj, &tstats, &tune))) goto out;
     have_tune = 1;
-    rc = at_tune_gpu(&tj, &tstats);
+    cj.feed = at_tune_feed(tune);
+  }
+  rc = at_compile_all(&cj, &compiled, &cstats);
+  if (tune) {
+    int rc2 = at_tune_finish(tune, rc);
+    if (rc == AT_OK) rc = rc2;
   }
 
 out:;

@@ -61,6 +61,12 @@ void at_report_print(const at_report *r) {
     fprintf(f, "; %lld evaluated now, %lld from the DB\n", (long long)t->evaluated, (long long)t->resumed);
     fprintf(f, "gpu phase: %.1f s (setup %.1f, check+time %.1f, re-time %.1f), %.1f evaluations/s\n", t->wall_s,
             t->setup_s, t->eval_s, t->retime_s, t->wall_s > 0 ? (double)t->evaluated / t->wall_s : 0.0);
+    /* The GPU phase runs beside the compile phase: how much of it the GPUs were at work, and how
+     * long they waited for compiles (the rest of the idle time is the parent's own turn-around). */
+    double gpu_s = t->wall_s * (t->ngpus > 0 ? t->ngpus : 1);
+    fprintf(f, "gpus: busy %.1f s, idle %.1f s (%.1f%% of %d x the gpu phase), %.1f s of it waiting for compiles\n",
+            t->busy_s, gpu_s - t->busy_s, gpu_s > 0 ? 100.0 * (gpu_s - t->busy_s) / gpu_s : 0.0, t->ngpus,
+            t->starved_s);
   }
   if (r->no_gpu_reason && !r->compile_only)
     fprintf(f, "timing needs a GPU: %s. Everything above is recorded in %s; run again on a machine with a GPU.\n",
@@ -116,6 +122,8 @@ int at_report_write_json(const at_report *r, const char *path) {
     at_buf_printf(&b, "  \"gpu_seconds\": %.3f,\n  \"setup_seconds\": %.3f,\n  \"eval_seconds\": %.3f,\n"
                       "  \"retime_seconds\": %.3f,\n",
                   t->wall_s, t->setup_s, t->eval_s, t->retime_s);
+    at_buf_printf(&b, "  \"gpus\": %d,\n  \"gpu_busy_seconds\": %.3f,\n  \"gpu_starved_seconds\": %.3f,\n", t->ngpus,
+                  t->busy_s, t->starved_s);
     at_buf_puts(&b, "  \"shapes\": [");
     int listed = 0;
     for (size_t i = 0; i < t->nshapes; i++) {

@@ -1,10 +1,14 @@
-/* compile.c: see compile.h. NVRTC runs in the pool's threads; the DB, the statistics and the
- * progress bar belong to the calling thread alone. */
+/* compile.c: see compile.h. NVRTC runs in the pool's threads; the statistics and the progress
+ * bar belong to the calling thread alone, and so does the DB, but for the GPU phase a feed may run
+ * beside it: then every DB call is made under the feed's mutex. */
 #include "compile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "pool.h"
 #include "progress.h"
@@ -22,8 +26,20 @@ typedef struct pool_ctx {
   slot *slots;
 } pool_ctx;
 
+/* Beside a GPU phase, NVRTC yields the CPU: the worker that feeds the GPU (and the parent thread
+ * that feeds the worker) must never wait for a core, or the GPU idles. Linux gives each thread its
+ * own nice value; the pool's threads end with the compile phase. */
+static void yield_to_gpu(void) {
+  static _Thread_local int done;
+  if (done) return;
+  done = 1;
+  pid_t tid = (pid_t)syscall(SYS_gettid);
+  if (tid != getpid()) setpriority(PRIO_PROCESS, (id_t)tid, 10); /* (a pool without threads runs on the caller's) */
+}
+
 static void compile_one(void *p, size_t i) {
   pool_ctx *c = p;
+  if (c->job->feed) yield_to_gpu();
   slot *sl = &c->slots[i];
   const at_cand *cand = &c->job->cands->c[sl->cand];
   sl->rc = at_jit_compile(c->job->sources[cand->variant], cand->name_expr, &c->job->opts, c->job->cache_dir, &sl->res);
@@ -38,6 +54,42 @@ int at_compile_prepare(const at_space *s, at_jit_source ***sources, int64_t **va
     AT_TRY(at_jit_source_load(var->template_path, at_templates_dir(), &(*sources)[v]));
   }
   return AT_OK;
+}
+
+static void db_lock(const at_compile_job *job) {
+  if (job->feed && job->feed->db_mu) pthread_mutex_lock(job->feed->db_mu);
+}
+
+static void db_unlock(const at_compile_job *job) {
+  if (job->feed && job->feed->db_mu) pthread_mutex_unlock(job->feed->db_mu);
+}
+
+static void publish(const at_compile_job *job, size_t cand, const at_compiled *c) {
+  if (job->feed && job->feed->outcome) job->feed->outcome(job->feed->ctx, cand, c);
+}
+
+static size_t gcd(size_t a, size_t b) {
+  while (b) {
+    size_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* The order compiles are handed out in: a stride near n / golden ratio, coprime with n, through
+ * the list. The enumeration lists each variant's parameter grid in order; this order interleaves
+ * the variants and spreads each grid, so that the first candidates ready for the GPU sample the
+ * whole space and each shape's best time so far (the early cut's yardstick) is close to its final
+ * value after the first batches. A function of the list alone: every run compiles in one order. */
+static void spread(slot *s, size_t n) {
+  if (n < 3) return;
+  size_t stride = (size_t)((double)n * 0.6180339887);
+  while (gcd(stride, n) != 1) stride++;
+  slot *copy = at_xcalloc(n, sizeof *copy);
+  for (size_t j = 0; j < n; j++) copy[j] = s[(j * stride) % n];
+  memcpy(s, copy, n * sizeof *s);
+  free(copy);
 }
 
 static void note_failure(at_compile_stats *st, const char *log, const char *cand) {
@@ -129,6 +181,73 @@ static int record(const at_compile_job *job, slot *sl, at_compiled *o, at_compil
   return AT_OK;
 }
 
+/* *found: the DB knows cand's compile key (never with --fresh); then o and st take its outcome. */
+static int known_from_db(const at_compile_job *job, const at_cand *cand, at_compiled *o, at_compile_stats *st,
+                         int *found) {
+  at_cand_row row;
+  *found = 0;
+  if (job->fresh) return AT_OK;
+  if (at_store_find_candidate(job->db, o->key, &row, found) != AT_OK) return AT_ERR_RUNTIME;
+  if (!*found) return AT_OK;
+  o->cand_id = row.id;
+  o->done = 1;
+  o->ok = row.ok;
+  o->regs = row.regs;
+  o->spill_stores = row.spill_stores;
+  o->spill_loads = row.spill_loads;
+  st->db_hits++;
+  if (row.ok)
+    st->ok++;
+  else {
+    st->failed++;
+    note_failure(st, row.log ? row.log : "", cand->name_expr); /* row.log: valid until the next DB call */
+  }
+  mark_usable(job, cand, o, st);
+  return AT_OK;
+}
+
+/* The progress of the compiles: the phase's own display, or the feed's in its place. */
+static void show_progress(const at_compile_job *job, at_progress *bar, int64_t done, int64_t total,
+                          const at_compile_stats *st, int final) {
+  char extra[96];
+  if (final)
+    snprintf(extra, sizeof extra, "%lld compiled, %lld from cache, %lld failed", (long long)st->compiled_now,
+             (long long)st->cache_hits, (long long)st->failed);
+  else
+    snprintf(extra, sizeof extra, "%lld failed", (long long)st->failed);
+  if (job->feed && job->feed->progress)
+    job->feed->progress(job->feed->ctx, done, total, extra, final);
+  else if (final)
+    at_progress_finish(bar, extra);
+  else
+    at_progress_update(bar, done, extra);
+}
+
+/* The pool compiles slots[0..n); each outcome is recorded (and fed) as it comes. */
+static int compile_slots(const at_compile_job *job, slot *slots, size_t n, at_compiled *res, at_compile_stats *st) {
+  pool_ctx pc = {job, slots};
+  at_progress *bar = job->feed && job->feed->progress ? NULL : at_progress_start("compile", (int64_t)n);
+  at_pool *pool = at_pool_start(job->jobs, n, compile_one, &pc);
+  int64_t finished = 0;
+  int rc = AT_OK;
+  ssize_t i;
+  while ((i = at_pool_next_done(pool)) >= 0) {
+    slot *sl = &slots[i];
+    if (rc == AT_OK) {
+      db_lock(job);
+      rc = record(job, sl, &res[sl->cand], st);
+      db_unlock(job);
+      if (rc == AT_OK) publish(job, sl->cand, &res[sl->cand]);
+    }
+    at_jit_result_free(&sl->res);
+    show_progress(job, bar, ++finished, (int64_t)n, st, 0);
+    if (rc != AT_OK || (job->stop && *job->stop)) at_pool_stop(pool);
+  }
+  at_pool_join(pool);
+  show_progress(job, bar, finished, (int64_t)n, st, 1);
+  return rc;
+}
+
 int at_compile_all(const at_compile_job *job, at_compiled **out, at_compile_stats *st) {
   const at_enum *e = job->cands;
   double t0 = at_now_s();
@@ -136,62 +255,23 @@ int at_compile_all(const at_compile_job *job, at_compiled **out, at_compile_stat
   at_compiled *res = at_xcalloc(e->n ? e->n : 1, sizeof *res);
   *out = res;
 
-  /* What the DB already knows is not compiled again. */
+  /* What the DB already knows is not compiled again; the feed hears of it at once. */
   slot *slots = at_xcalloc(e->n ? e->n : 1, sizeof *slots);
   size_t nslots = 0;
-  for (size_t i = 0; i < e->n; i++) {
+  int rc = AT_OK;
+  for (size_t i = 0; i < e->n && rc == AT_OK; i++) {
     const at_cand *cand = &e->c[i];
     res[i].cand_id = -1;
     at_jit_key(job->sources[cand->variant], cand->name_expr, &job->opts, res[i].key);
-    at_cand_row row;
+    db_lock(job);
     int found = 0;
-    if (!job->fresh && at_store_find_candidate(job->db, res[i].key, &row, &found) != AT_OK) {
-      free(slots);
-      return AT_ERR_RUNTIME;
-    }
-    if (found) {
-      res[i].cand_id = row.id;
-      res[i].done = 1;
-      res[i].ok = row.ok;
-      res[i].regs = row.regs;
-      res[i].spill_stores = row.spill_stores;
-      res[i].spill_loads = row.spill_loads;
-      st->db_hits++;
-      if (row.ok)
-        st->ok++;
-      else {
-        st->failed++;
-        note_failure(st, row.log ? row.log : "", cand->name_expr);
-      }
-      mark_usable(job, cand, &res[i], st);
-    } else {
-      slots[nslots++].cand = i;
-    }
+    rc = known_from_db(job, cand, &res[i], st, &found);
+    db_unlock(job);
+    if (rc == AT_OK && found) publish(job, i, &res[i]);
+    if (rc == AT_OK && !found) slots[nslots++].cand = i;
   }
-
-  int rc = AT_OK;
-  if (nslots) {
-    pool_ctx pc = {job, slots};
-    at_progress *bar = at_progress_start("compile", (int64_t)nslots);
-    at_pool *pool = at_pool_start(job->jobs, nslots, compile_one, &pc);
-    int64_t finished = 0;
-    ssize_t i;
-    while ((i = at_pool_next_done(pool)) >= 0) {
-      slot *sl = &slots[i];
-      if (rc == AT_OK) rc = record(job, sl, &res[sl->cand], st);
-      at_jit_result_free(&sl->res);
-      finished++;
-      char extra[64];
-      snprintf(extra, sizeof extra, "%lld failed", (long long)st->failed);
-      at_progress_update(bar, finished, extra);
-      if (rc != AT_OK || (job->stop && *job->stop)) at_pool_stop(pool);
-    }
-    at_pool_join(pool);
-    char extra[96];
-    snprintf(extra, sizeof extra, "%lld compiled, %lld from cache, %lld failed", (long long)st->compiled_now,
-             (long long)st->cache_hits, (long long)st->failed);
-    at_progress_finish(bar, extra);
-  }
+  spread(slots, nslots);
+  if (rc == AT_OK && nslots) rc = compile_slots(job, slots, nslots, res, st);
   free(slots);
   st->wall_s = at_now_s() - t0;
   return rc;

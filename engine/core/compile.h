@@ -1,11 +1,18 @@
 /* compile.h: the compile phase of a tuning run: every enumerated candidate compiled once (thread
  * pool, disk cache), each outcome written to the DB as it finishes, so a killed run resumes where
  * it stopped. A candidate already in the DB (same compile key) is not compiled again, a failed
- * compile included, unless the run is --fresh. */
+ * compile included, unless the run is --fresh.
+ *
+ * Compiles are handed out in a fixed spread order (a stride through the enumeration), so that the
+ * first outcomes sample every variant and the whole parameter grid. With a feed, a GPU phase
+ * running beside this one (tune.h) hears of every outcome as soon as it is in the DB, those known
+ * from the DB first, before anything is compiled; the compile threads never wait for it. */
 #ifndef AT_COMPILE_H
 #define AT_COMPILE_H
 
+#include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "enumerate.h"
@@ -42,6 +49,18 @@ typedef struct at_compile_stats {
   size_t nfailures;
 } at_compile_stats;
 
+/* Where the outcomes go as they come, for a GPU phase that starts on them (tune.h). */
+typedef struct at_compile_feed {
+  /* cand's outcome is final and in the DB (compiled, failed, or known from an earlier run). Called
+   * on the compile phase's own thread, db_mu not held. */
+  void (*outcome)(void *ctx, size_t cand, const at_compiled *c);
+  /* In place of the compile phase's own progress display: done of total compiles, with what the
+   * display would show after the numbers; final is set once, at the end. */
+  void (*progress)(void *ctx, int64_t done, int64_t total, const char *extra, int final);
+  pthread_mutex_t *db_mu; /* held around each DB call: the GPU phase writes the same DB */
+  void *ctx;
+} at_compile_feed;
+
 typedef struct at_compile_job {
   const at_space *space;
   const at_enum *cands;
@@ -55,6 +74,7 @@ typedef struct at_compile_job {
   int jobs;
   int fresh;
   volatile sig_atomic_t *stop; /* set by a signal: finish what runs, start nothing new */
+  const at_compile_feed *feed; /* NULL: the compile phase runs alone */
 } at_compile_job;
 
 /* Loads every variant's template with its headers; variant_ids is allocated for the caller to fill

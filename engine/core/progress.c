@@ -72,6 +72,8 @@ void at_progress_update(at_progress *p, int64_t done, const char *extra) {
   draw(p, extra, 0);
 }
 
+void at_progress_set_total(at_progress *p, int64_t total) { p->total = total; }
+
 void at_progress_note(at_progress *p, const char *msg) {
   if (p && p->tty && p->drawn && !p->quiet) fprintf(stderr, "\r\033[K");
   fprintf(stderr, "%s\n", msg);

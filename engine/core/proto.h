@@ -4,7 +4,19 @@
  * payloads are plain structs followed by variable-length parts. The parent writes requests to
  * the worker's fd 3 and reads replies from its fd 4; every request gets exactly one reply. A
  * worker that dies, or does not reply within the request's budget, is the parent's to kill and
- * replace: that is how a faulting or hanging kernel costs one candidate, not the run. */
+ * replace: that is how a faulting or hanging kernel costs one candidate, not the run.
+ *
+ * What a worker keeps between requests (so that a cubin crosses the pipe once per worker, and a
+ * shape's inputs are made once per worker):
+ *  - shapes: SHAPE makes a shape current. The worker keeps the inputs and reference of several
+ *    shapes, keyed by the whole at_shape_req; asking again for a kept shape only makes it current
+ *    (the reply is the first one again, with `cached` set). It evicts the least recently used when
+ *    its bound or the GPU's memory says so; the parent never needs to know which are kept.
+ *  - modules: a table of AT_MODULE_SLOTS loaded cubins whose slots the parent assigns. An EVAL or
+ *    RETIME entry names its slot and the candidate's compile key; with `load` set, the cubin
+ *    follows and replaces whatever the slot held. The parent mirrors the table (it chose every
+ *    slot) and forgets it when the worker is replaced; the worker checks the key and refuses a
+ *    request for a slot that holds another candidate (a parent bug, not a candidate's fault). */
 #ifndef AT_PROTO_H
 #define AT_PROTO_H
 
@@ -20,9 +32,11 @@ enum {
   AT_MSG_PEAK_REPLY, /* at_peak_reply */
   AT_MSG_SHAPE,      /* at_shape_req: make inputs and reference -> AT_MSG_SHAPE_REPLY */
   AT_MSG_SHAPE_REPLY,
-  AT_MSG_EVAL,       /* at_eval_req + names + cubin: check and time one candidate -> AT_MSG_EVAL_REPLY */
+  AT_MSG_EVAL,       /* at_eval_req (+ the cubin when req.load): check and time one candidate on the
+                        current shape -> AT_MSG_EVAL_REPLY */
   AT_MSG_EVAL_REPLY, /* at_eval_reply */
-  AT_MSG_RETIME,       /* uint32 count, then count x {at_eval_req, uint64 cubin size, cubin} */
+  AT_MSG_RETIME,       /* uint32 count, then count x {at_eval_req, uint64 cubin size (0 unless
+                          load), cubin}: the leaders of the current shape */
   AT_MSG_RETIME_REPLY, /* uint32 count, then count x at_eval_reply: the leaders timed side by side */
   AT_MSG_QUIT,
   AT_MSG_COMPARE,       /* at_compare_req: one shape through each provider -> STEP frames, COMPARE_REPLY */
@@ -62,13 +76,20 @@ typedef struct at_shape_reply {
   char vendor_name[64];
   double vendor_check_ratio; /* the vendor output's worst error / bound; -1 when not checked */
   int sticky; /* the GPU faulted during setup: the worker exits after replying */
+  int cached; /* the worker kept this shape from an earlier SHAPE: nothing was measured now */
   char message[512];
 } at_shape_reply;
 
-enum { AT_MAX_PARAMS = 32 };
+/* Modules a worker keeps loaded at once. Re-timing needs retime_top (at most 100) of them at the
+ * same time, and the batches of candidates the parent walks across shapes fit beside them. */
+enum { AT_MAX_PARAMS = 32, AT_MODULE_SLOTS = 256 };
 
 typedef struct at_eval_req {
   int64_t candidate_id;
+  int32_t slot;   /* the worker's module slot for this candidate, 0 .. AT_MODULE_SLOTS - 1 */
+  int32_t load;   /* 1: the cubin follows; load it into the slot first (what the slot held goes) */
+  char key[65];   /* the candidate's compile key: its content identity, checked against the slot */
+  /* what a load needs; the worker keeps them with the module */
   char family[32];
   char lowered_name[512];
   int nparams;
@@ -78,7 +99,7 @@ typedef struct at_eval_req {
   int warmup, samples, cut_after;
   double cut_us; /* stop sampling when the median so far is above this (0: never) */
   int check_only;
-  /* the cubin follows */
+  /* the cubin follows when load is set */
 } at_eval_req;
 
 typedef struct at_eval_reply {

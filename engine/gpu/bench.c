@@ -79,16 +79,18 @@ double at_median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-int at_bench(const at_gpu *g, at_enqueue_fn fn, void *ctx, const at_bench_cfg *cfg, at_bench_result *r) {
+int at_bench_timed(at_timed *t, const at_bench_cfg *cfg, at_bench_result *r) {
   memset(r, 0, sizeof *r);
-  at_timed *t;
-  AT_TRY(at_timed_create(g, fn, ctx, cfg->sets, &t));
   double *v = at_xcalloc((size_t)cfg->samples, sizeof *v), *tmp = at_xcalloc((size_t)cfg->samples, sizeof *tmp);
   int rc = AT_OK, n = 0;
-  double dummy;
-  for (int i = 0; i < cfg->warmup && rc == AT_OK; i++) rc = at_timed_sample(t, &dummy);
+  double us = 0;
+  for (int i = 0; i < cfg->warmup && rc == AT_OK; i++) {
+    rc = at_timed_sample(t, &us);
+    r->replay_us += us * t->sets;
+  }
   while (rc == AT_OK && n < cfg->samples) {
     if ((rc = at_timed_sample(t, &v[n]))) break;
+    r->replay_us += v[n] * t->sets;
     n++;
     if (cfg->cut_us > 0 && n >= cfg->cut_after && n < cfg->samples) {
       memcpy(tmp, v, sizeof *v * (size_t)n);
@@ -106,6 +108,14 @@ int at_bench(const at_gpu *g, at_enqueue_fn fn, void *ctx, const at_bench_cfg *c
   }
   free(v);
   free(tmp);
+  return rc;
+}
+
+int at_bench(const at_gpu *g, at_enqueue_fn fn, void *ctx, const at_bench_cfg *cfg, at_bench_result *r) {
+  memset(r, 0, sizeof *r);
+  at_timed *t;
+  AT_TRY(at_timed_create(g, fn, ctx, cfg->sets, &t));
+  int rc = at_bench_timed(t, cfg, r);
   at_timed_destroy(t);
   return rc;
 }

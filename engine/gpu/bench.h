@@ -30,9 +30,13 @@ typedef struct at_bench_result {
   double median_us, min_us, max_us;
   int samples;
   int cut; /* stopped early as clearly slower */
+  double replay_us; /* the events' time of every replay, warm-up included: what the GPU spent of the
+                       wall time taken (the rest is launching, synchronizing and reading events) */
 } at_bench_result;
 
 int at_bench(const at_gpu *g, at_enqueue_fn fn, void *ctx, const at_bench_cfg *cfg, at_bench_result *r);
+/* The same on a timed unit the caller made (cfg->sets is the unit's): warm-up, samples, the cut. */
+int at_bench_timed(at_timed *t, const at_bench_cfg *cfg, at_bench_result *r);
 
 double at_median(double *v, int n); /* sorts v */
 
