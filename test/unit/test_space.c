@@ -135,7 +135,7 @@ static void check_shipped_constraints(const at_variant *v) {
   } want[] = {
       {"warp_tile_m", 0},  {"warp_tile_n", 0},      {"accumulators", 0},    {"warp_work", 0},
       {"two_warps", 0},    {"block_m_fits", 1},     {"group_needs_rows", 1}, {"hint_needs_rows", 1},
-      {"split_k_fills", 1}, {"split_k_depth", 1},
+      {"small_m_only", 1}, {"split_k_fills", 1}, {"split_k_depth", 1},
   };
   CHECK_EQ_INT(v->nconstraints, sizeof want / sizeof want[0]);
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -203,9 +203,10 @@ static void test_shipped_space(void) {
 
   CHECK_EQ_INT(s->nvariants, 3);
   if (s->nvariants == 3) {
-    CHECK(strcmp(s->variants[2].name, "sm90") == 0); /* BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG */
+    /* BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, CLUSTER_N, KPIPE */
+    CHECK(strcmp(s->variants[2].name, "sm90") == 0);
     CHECK(strcmp(s->variants[2].family, "sm90") == 0);
-    CHECK_EQ_INT(s->variants[2].nparams, 6);
+    CHECK_EQ_INT(s->variants[2].nparams, 9);
     CHECK(strcmp(s->variants[1].name, "mma_rs") == 0);
     CHECK(strcmp(s->variants[1].family, "mma") == 0);
     CHECK_EQ_INT(s->variants[1].nparams, 9);
@@ -227,7 +228,8 @@ static void test_shipped_space(void) {
   rc = at_enumerate(s, &lim, AT_DEFAULT_MAX_CANDIDATES, &e);
   CHECK_EQ_INT(rc, AT_OK);
   if (e) {
-    CHECK_EQ_INT(e->total, 4 * 4 * 1 * 3 * 3 * 3 * 2 * 4 * 2 + 2 * 3 * 1 * 2 * 3 * 3 * 2 * 4 * 2 + 3 * 6 * 6 * 2 * 4 * 2);
+    CHECK_EQ_INT(e->total, 4 * 4 * 1 * 3 * 3 * 3 * 2 * 4 * 2 + 2 * 3 * 1 * 2 * 3 * 3 * 2 * 4 * 2 +
+                               3 * 4 * 6 * 2 * 4 * 1 * 2 * 2 * 2);
     CHECK(e->n > 0 && (int64_t)e->n < e->total);
     CHECK_EQ_INT(e->nshapes, 40);
     CHECK_EQ_INT(at_enum_pruned_total(e) + (int64_t)e->n, e->total);
