@@ -9,7 +9,8 @@ import sys
 def short(params):
     p = json.loads(params)
     keys = [("BLOCK_M", "BM"), ("BLOCK_N", "BN"), ("STAGES", "S"), ("GROUP_M", "G"), ("SPLIT_K", "SK"),
-            ("PINGPONG", "PP"), ("WARPS_M", "WM"), ("WARPS_N", "WN"), ("B_HINT", "H")]
+            ("PINGPONG", "PP"), ("CLUSTER_M", "CM"), ("CLUSTER_N", "CN"), ("KPIPE", "KP"), ("WARPS_M", "WM"),
+            ("WARPS_N", "WN"), ("B_HINT", "H")]
     return " ".join(f"{a}{p[k]}" for k, a in keys if k in p)
 
 
