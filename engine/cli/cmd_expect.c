@@ -390,6 +390,7 @@ static int check(const options *o) {
          judged, counts[AT_EXPECT_OK], counts[AT_EXPECT_FASTER], o->tolerance, counts[AT_EXPECT_SLOWER], o->tolerance,
          counts[AT_EXPECT_MISSING], others ? "; " : "\n");
   if (others) printf("%d of other devices not checked\n", others);
+  fflush(stdout); /* the table before the error on stderr, also when both go to one file */
   if (failures)
     rc = at_fail(AT_ERR_RUNTIME, "expect check: %d of %d expectations not met (slower by more than %g%%, or not measured)",
                  failures, judged, o->tolerance);
