@@ -8,7 +8,7 @@
 #include "../core/device.h"
 #include "../core/proto.h"
 #include "../core/workerproc.h"
-#include "../ops/op.h"
+#include "../core/op.h"
 
 /* How a shape is checked and timed: a space's check, seed and timing (docs/timing.md). */
 typedef struct cmp_settings {

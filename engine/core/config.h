@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../ops/op.h"
+#include "op.h"
 #include "json.h"
 #include "proto.h"
 

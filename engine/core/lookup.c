@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ops/op.h"
+#include "op.h"
 #include "select.h"
 #include "util.h"
 

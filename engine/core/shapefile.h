@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "../ops/op.h"
+#include "op.h"
 
 struct at_space;
 

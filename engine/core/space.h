@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../ops/op.h"
+#include "op.h"
 #include "expr.h"
 
 typedef struct at_param_def {

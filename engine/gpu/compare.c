@@ -21,7 +21,7 @@
 
 #include "../core/proto.h"
 #include "../core/util.h"
-#include "../ops/gpu_op.h"
+#include "gpu_op.h"
 #include "../runtime/autotune.h"
 #include "bench.h"
 #include "check.h"

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "../core/proto.h"
-#include "../ops/gpu_op.h"
+#include "gpu_op.h"
 #include "gpuctx.h"
 
 /* Seconds spent per phase, summed over the worker's life. */

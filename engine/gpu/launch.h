@@ -4,7 +4,7 @@
 #ifndef AT_GPU_LAUNCH_H
 #define AT_GPU_LAUNCH_H
 
-#include "../ops/op.h"
+#include "../core/op.h"
 #include "cuda.h"
 
 enum { AT_KPARAMS_MAX = 4, AT_KPARAMS_BYTES = 640 };

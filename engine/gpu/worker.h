@@ -3,7 +3,7 @@
 #define AT_GPU_WORKER_H
 
 #include "../core/proto.h"
-#include "../ops/gpu_op.h"
+#include "gpu_op.h"
 #include "gpuctx.h"
 
 /* Serves requests until QUIT or EOF; exits after a fault that leaves the context unusable. */

@@ -9,7 +9,7 @@
 
 #include "../../templates/gemm_a8w8_blockscale_args.h"
 #include "../core/error.h"
-#include "op.h"
+#include "../core/op.h"
 
 static const char *const FAMILIES[] = {"mma", "sm90", NULL};
 static const char *const DERIVED[] = {"threads", "smem_bytes", NULL};

@@ -9,7 +9,7 @@
 #include "../gpu/blas.h"
 #include "../gpu/check.h"
 #include "gemm_a8w8_blockscale_kparams.h"
-#include "gpu_op.h"
+#include "../gpu/gpu_op.h"
 
 typedef struct gset {
   CUdeviceptr a, as, b, bs, c;

@@ -13,7 +13,7 @@
 
 #include "../../templates/gemm_a8w8_blockscale_args.h"
 #include "../gpu/launch.h"
-#include "op.h"
+#include "../core/op.h"
 
 /* What a family needs per launch, worked out once per kernel from its parameters. */
 typedef struct at_a8w8_plan {

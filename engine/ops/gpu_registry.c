@@ -2,7 +2,7 @@
  * worker's, never the runtime library's. A new operator adds a line here and in registry.c. */
 #include <string.h>
 
-#include "gpu_op.h"
+#include "../gpu/gpu_op.h"
 
 extern const at_gpu_op at_gpu_op_gemm_a8w8_blockscale;
 

@@ -2,7 +2,7 @@
  * halves are in gpu_registry.c, linked into the tuner). A new operator adds a line to each. */
 #include <string.h>
 
-#include "op.h"
+#include "../core/op.h"
 
 extern const at_op at_op_gemm_a8w8_blockscale;
 

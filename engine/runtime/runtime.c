@@ -41,7 +41,7 @@
 #include "../gpu/cuda.h"
 #include "../gpu/launch.h"
 #include "../ops/gemm_a8w8_blockscale_kparams.h"
-#include "../ops/op.h"
+#include "../core/op.h"
 #include "workspace.h"
 
 enum { MAX_DEVNAMES = 32, MAX_WARNED = 64, TABLE_GRACE_S = 60 };

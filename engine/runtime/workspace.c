@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "../core/util.h"
-#include "../ops/op.h"
+#include "../core/op.h"
 
 enum {
   MIN_COUNTERS = 4096,

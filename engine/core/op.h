@@ -1,6 +1,8 @@
-/* op.h: what the engine needs to know about an operator, on the CPU side.
+/* op.h: what the engine needs to know about an operator, on the CPU side: the operator interface
+ * of the core (the layers: core <- gpu <- ops; an op in engine/ops/ implements this interface and
+ * the GPU half in engine/gpu/gpu_op.h; neither core nor gpu includes anything from engine/ops).
  *
- * An operator is one file in engine/ops/ (plus its GPU half, see gpu_op.h): the problem shape and
+ * An operator is one file in engine/ops/ (plus its GPU half, see gpu/gpu_op.h): the problem shape and
  * its rules, the launch geometry of each template family it supports, the values it derives from
  * a candidate's parameters for constraints (threads, shared memory), and its FLOP and byte counts.
  * Nothing here touches CUDA: the parent process uses it to prune, and the worker to launch. */

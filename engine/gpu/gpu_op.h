@@ -1,16 +1,18 @@
 /* gpu_op.h: the GPU half of an operator, used by worker processes only: input sets, the
- * reference output, the kernel's parameter block, and the baselines a user compares against. */
+ * reference output, the kernel's parameter block, and the baselines a user compares against.
+ * The interface belongs to the worker's layer (engine/gpu); each op implements it in engine/ops
+ * (gemm_a8w8_blockscale_gpu.c) and gpu_registry.c lists them: ops include gpu, never the reverse. */
 #ifndef AT_GPU_OP_H
 #define AT_GPU_OP_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../gpu/bench.h"
-#include "../gpu/check.h"
-#include "../gpu/gpuctx.h"
-#include "../gpu/launch.h"
-#include "op.h"
+#include "bench.h"
+#include "check.h"
+#include "gpuctx.h"
+#include "launch.h"
+#include "../core/op.h"
 
 typedef struct at_gpu_op {
   const char *name;
