@@ -3,7 +3,9 @@
 //
 // C[m][n] = sum over k-blocks kb of  As[m][kb] * Bs[n/128][kb] * sum_{k in kb} A[m][k] * B[n][k]
 //
-// Roles. A block has 1 + MATH_WG warpgroups (MATH_WG = BLOCK_M / 64):
+// Roles. A block has 1 + MATH_WG warpgroups (MATH_WG: 1 for BLOCK_M 64, 2 for 128 and 256, 3 for
+// 192, each math warpgroup taking 64-row slices; three keep two batches queued on the tensor cores
+// while one promotes, with 160 registers a thread):
 //   warpgroup 0, the producer: one thread issues every TMA load; with two math warpgroups the
 //     producer gives its registers away (setmaxnreg.dec to 40) and the math warpgroups take them
 //     (setmaxnreg.inc to 232): a math thread holds 2 x BLOCK_N / 2 fp32 accumulators;
@@ -74,7 +76,7 @@ namespace at_sm90 {
 
 template <int BLOCK_M, int BLOCK_N, int STAGES>
 struct layout {
-  static constexpr int math_wg = BLOCK_M >= 128 ? 2 : 1;  // math warpgroups
+  static constexpr int math_wg = BLOCK_M == 192 ? 3 : BLOCK_M >= 128 ? 2 : 1;  // math warpgroups
   static constexpr int waves = BLOCK_M / (64 * math_wg);  // 64-row slices per math warpgroup
   static constexpr int threads = 128 * (1 + math_wg);
   static constexpr int a_stage = BLOCK_M * 128, b_stage = BLOCK_N * 128;
@@ -121,7 +123,7 @@ __device__ __forceinline__ unit_pos locate(int u, int tiles_m, int tiles_n, int 
 
 template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PINGPONG, int CLUSTER_M = 1,
           int CLUSTER_N = 1, int KPIPE = 1>
-__global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
+__global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 128 ? 2 : 1)), 1)
     gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
                               const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_b) {
   using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES>;
@@ -133,15 +135,18 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
   // Every tile lies inside one 128-column weight-scale block (tiles start at multiples of BLOCK_N).
   constexpr bool ONE_SCALE_BLOCK = 128 % BLOCK_N == 0;
   // Named barriers: 0 is __syncthreads, 1 + w a math warpgroup's own (epilogue), and the turns.
-  constexpr int BAR_TURN_0 = 3, BAR_TURN_1 = 4;  // "warpgroup 0 (1) may issue"
-  static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 256, "BLOCK_M must be 64, 128 or 256");
+  constexpr int BAR_TURN_0 = 5, BAR_TURN_1 = 6;  // "warpgroup 0 (1) may issue"
+  static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192 || BLOCK_M == 256,
+                "BLOCK_M must be 64, 128, 192 or 256");
+  static_assert(MATH_WG != 3 || (KPIPE + 1) * BLOCK_N <= 256,
+                "three math warpgroups hold at most 160 registers a thread: (1 + KPIPE) x BLOCK_N / 2 <= 128");
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 16 && BLOCK_N <= 256, "BLOCK_N must be a multiple of 16, at most 256");
   static_assert(STAGES >= 2, "STAGES must be at least 2");
   static_assert(GROUP_M >= 1 && SPLIT_K >= 1, "GROUP_M and SPLIT_K must be positive");
   static_assert(PINGPONG >= 0 && PINGPONG <= 2, "PINGPONG must be 0, 1 or 2");
   static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && (CLUSTER_N == 1 || CLUSTER_N == 2), "CLUSTER_M, CLUSTER_N: 1 or 2");
   static_assert(KPIPE == 1 || (KPIPE == 2 && WAVES == 1 && !PINGPONG_ON), "KPIPE 2 needs one slice and no turns");
-  static_assert(MATH_WG == 1 || (WAVES + KPIPE) * BLOCK_N <= 416,
+  static_assert(MATH_WG != 2 || (WAVES + KPIPE) * BLOCK_N <= 416,
                 "two math warpgroups hold at most 232 registers a thread: (WAVES + KPIPE) x BLOCK_N / 2 <= 208");
 
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -178,7 +183,10 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
 
   if (wg == 0) {
     // ---- producer ----
+    // The register file (64 K) is shared out: 40 + 2 x 232 per lane with two math warpgroups,
+    // 32 + 3 x 160 with three.
     if (MATH_WG == 2) at_setmaxnreg_dec<40>();
+    if (MATH_WG == 3) at_setmaxnreg_dec<32>();
     if (tid == 0) {
       // This CTA's share of the A tile (rows of its cluster row) and of the B tile, and who else
       // receives them.
@@ -214,6 +222,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M >= 128 ? 2 : 1)), 1)
 
   // ---- math warpgroup w: rows 128 v + 64 w + [0, 64) of the tile in wave v ----
   if (MATH_WG == 2) at_setmaxnreg_inc<232>();
+  if (MATH_WG == 3) at_setmaxnreg_inc<160>();
   const int w = __shfl_sync(0xffffffffu, wg - 1, 0);  // warp-uniform to ptxas: wgmmas sit in its branches
   const int t = tid % 128, warp = t / 32, lane = t % 32;
   const int lrow = warp * 16 + lane / 4;  // this thread's rows in a 64-row slice: lrow, lrow + 8

@@ -40,9 +40,9 @@ static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
  * A scales of the tile's rows, and up to four B scales; padded to 128 bytes. */
 static int64_t mma_stage_bytes(int64_t bm, int64_t bn) { return align_up((bm + bn) * 128 + bm * 4 + 16, 128); }
 
-/* The sm90 family's math warpgroups: one for BLOCK_M = 64, two above (each takes BLOCK_M / 128
+/* The sm90 family's math warpgroups: one for BLOCK_M = 64, three for 192, two for 128 and 256 (each takes BLOCK_M / 128
  * slices of 64 rows). */
-static int64_t sm90_math_wg(int64_t bm) { return bm >= 128 ? 2 : 1; }
+static int64_t sm90_math_wg(int64_t bm) { return bm == 192 ? 3 : bm >= 128 ? 2 : 1; }
 
 /* The sm90 family's shared memory (templates/gemm_a8w8_blockscale_sm90.cuh, at_sm90::layout):
  * STAGES x (A + B tiles), a bf16 staging area of 64 rows x (2 BLOCK_N + 16) bytes per math
@@ -96,8 +96,8 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
   }
   if (strcmp(family, "sm90") == 0) {
     AT_TRY(require(family, SM90_PARAMS, p));
-    if (bm != 64 && bm != 128 && bm != 256)
-      return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M must be 64, 128 or 256 (got %lld)", (long long)bm);
+    if (bm != 64 && bm != 128 && bm != 192 && bm != 256)
+      return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M must be 64, 128, 192 or 256 (got %lld)", (long long)bm);
     for (const param_range *r = SM90_OPTIONAL; r->name; r++)
       AT_TRY(check_param(family, r->name, at_params_get(p, r->name, 1)));
     if (at_params_get(p, "CLUSTER_M", 1) == 2 && bn % 16)
