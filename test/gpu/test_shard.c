@@ -11,7 +11,6 @@
  *    winner's first timing;
  *  - the runs of both shards, finished, and a merged DB that exports.
  * All three runs share one compile cache, so every candidate is compiled once. */
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,33 +22,6 @@
 
 static const char *EXE;
 static char *TMP;
-
-/* The rows of a query, one line each, columns joined by '|'; malloc'd ("" when it fails). */
-static char *dump(const char *db, const char *sql) {
-  sqlite3 *h;
-  at_buf b = {0};
-  at_buf_puts(&b, "");
-  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-    fprintf(stderr, "cannot open %s\n", db);
-    sqlite3_close(h);
-    return at_buf_steal(&b);
-  }
-  sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
-    while (sqlite3_step(st) == SQLITE_ROW) {
-      for (int i = 0; i < sqlite3_column_count(st); i++) {
-        const unsigned char *t = sqlite3_column_text(st, i);
-        at_buf_printf(&b, "%s%s", i ? "|" : "", t ? (const char *)t : "NULL");
-      }
-      at_buf_puts(&b, "\n");
-    }
-    sqlite3_finalize(st);
-  } else {
-    fprintf(stderr, "dump %s: %s\n", db, sqlite3_errmsg(h));
-  }
-  sqlite3_close(h);
-  return at_buf_steal(&b);
-}
 
 /* Is the merged DB's text the expected one (the unsharded DB's)? Says both where not. */
 static int same_text(const char *what, const char *merged, const char *expected) {
@@ -87,7 +59,7 @@ static int winner(const char *db, long long m, long long n, long long k, char ke
            " AND x.problem_id = w.problem_id AND x.device_id = w.device_id WHERE p.m = %lld AND p.n = %lld"
            " AND p.k = %lld",
            m, n, k);
-  char *row = dump(db, sql);
+  char *row = dbq_dump(db, sql);
   char *bar = strchr(row, '|');
   int ok = bar != NULL && count_of(row, "\n") == 1;
   if (ok) {
@@ -107,7 +79,7 @@ static double first_time(const char *db, const char *key, long long m, long long
            " ON p.id = x.problem_id WHERE c.compile_key = '%s' AND x.status = 'ok' AND p.m = %lld AND p.n = %lld"
            " AND p.k = %lld",
            key, m, n, k);
-  char *row = dump(db, sql);
+  char *row = dbq_dump(db, sql);
   double t = row[0] ? strtod(row, NULL) : -1;
   free(row);
   return t;
@@ -143,13 +115,13 @@ int main(int argc, char **argv) {
   CHECK(dbq(s1, "SELECT count(*) FROM results") > 0);
   CHECK(dbq(s2, "SELECT count(*) FROM results") > 0);
   CHECK_EQ_INT(dbq(s1, "SELECT count(*) FROM results") + dbq(s2, "SELECT count(*) FROM results"), pairs);
-  char *a = dump(merged, PAIRS_SQL), *b = dump(full, PAIRS_SQL);
+  char *a = dbq_dump(merged, PAIRS_SQL), *b = dbq_dump(full, PAIRS_SQL);
   CHECK(a[0] && same_text("(candidate, shape, status)", a, b));
   free(a), free(b);
-  a = dump(merged, STATUS_SQL), b = dump(full, STATUS_SQL);
+  a = dbq_dump(merged, STATUS_SQL), b = dbq_dump(full, STATUS_SQL);
   CHECK(a[0] && same_text("results per status", a, b));
   free(a), free(b);
-  a = dump(merged, "SELECT shard, status FROM runs ORDER BY shard");
+  a = dbq_dump(merged, "SELECT shard, status FROM runs ORDER BY shard");
   CHECK(same_text("runs", a, "1/2|done\n2/2|done\n"));
   free(a);
 

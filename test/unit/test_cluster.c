@@ -23,6 +23,7 @@
 #include "core/space.h"
 #include "core/store.h"
 #include "core/util.h"
+#include "dbq.h"
 #include "proc.h"
 
 static const char *EXE;
@@ -31,31 +32,6 @@ static char *TMP, *DATA;
 #define RUN(...) proc_run_in(EXE, TMP, 600, __VA_ARGS__, (const char *)NULL)
 
 static char *tmp(const char *name) { return at_path_join(TMP, name); }
-
-/* The rows of a query, one line each, columns joined by '|'; malloc'd ("" when it fails). */
-static char *dump(const char *db, const char *sql) {
-  sqlite3 *h;
-  at_buf b = {0};
-  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-    sqlite3_close(h);
-    return at_buf_steal(&b);
-  }
-  sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
-    while (sqlite3_step(st) == SQLITE_ROW) {
-      for (int i = 0; i < sqlite3_column_count(st); i++) {
-        const unsigned char *t = sqlite3_column_text(st, i);
-        at_buf_printf(&b, "%s%s", i ? "|" : "", t ? (const char *)t : "NULL");
-      }
-      at_buf_puts(&b, "\n");
-    }
-    sqlite3_finalize(st);
-  } else {
-    fprintf(stderr, "dump %s: %s\n", db, sqlite3_errmsg(h));
-  }
-  sqlite3_close(h);
-  return at_buf_steal(&b);
-}
 
 /* The candidates as compile-only runs make them, without what differs from run to run (times,
  * run ids, logs that carry timings). */
@@ -90,7 +66,7 @@ static char *content(const char *db) {
   };
   at_buf b = {0};
   for (size_t i = 0; i < sizeof Q / sizeof Q[0]; i++) {
-    char *d = dump(db, Q[i]);
+    char *d = dbq_dump(db, Q[i]);
     at_buf_printf(&b, "-- %zu\n%s", i, d);
     free(d);
   }
@@ -210,10 +186,10 @@ static void shard_then_merge(int nshards) {
     char *o = proc_output(TMP);
     CHECK_CONTAINS(o, "shard ");
     free(o);
-    char *n = dump(dbs[i - 1], "SELECT count(*) FROM candidates");
+    char *n = dbq_dump(dbs[i - 1], "SELECT count(*) FROM candidates");
     sum += atoll(n);
     free(n);
-    n = dump(dbs[i - 1], "SELECT shard FROM runs");
+    n = dbq_dump(dbs[i - 1], "SELECT shard FROM runs");
     char want[40];
     snprintf(want, sizeof want, "%s\n", spec);
     CHECK(same_text(n, want));
@@ -224,9 +200,9 @@ static void shard_then_merge(int nshards) {
   for (int i = 0; i < nshards; i++) argv[4 + i] = dbs[i];
   char *out = tmp("out.txt");
   CHECK_EQ_INT(proc_run(argv, out, 300), 0);
-  char *a = dump(full, CANDIDATES_SQL), *b = dump(merged, CANDIDATES_SQL);
+  char *a = dbq_dump(full, CANDIDATES_SQL), *b = dbq_dump(merged, CANDIDATES_SQL);
   CHECK(a[0] && same_text(b, a));
-  char *nfull = dump(full, "SELECT count(*) FROM candidates");
+  char *nfull = dbq_dump(full, "SELECT count(*) FROM candidates");
   /* A shard compiles only the candidates it times: with whole candidates, each is in one shard. */
   if (nshards == 3) CHECK_EQ_INT(sum, atoll(nfull));
   CHECK(sum >= atoll(nfull));
@@ -342,21 +318,21 @@ static void merge_rules(void) {
   again = content(ab);
   CHECK(same_text(again, cab)); /* an input already in: nothing changes */
 
-  char *w = dump(ab, "SELECT p.m, c.compile_key, w.time_us, r.shard FROM winners w JOIN problems p ON p.id = w.problem_id"
-                     " JOIN candidates c ON c.id = w.candidate_id JOIN runs r ON r.id = w.run_id ORDER BY p.m");
+  char *w = dbq_dump(ab, "SELECT p.m, c.compile_key, w.time_us, r.shard FROM winners w JOIN problems p ON p.id = w.problem_id"
+                         " JOIN candidates c ON c.id = w.candidate_id JOIN runs r ON r.id = w.run_id ORDER BY p.m");
   CHECK(same_text(w, "16|k3|9.5|2/2\n64|k3|15.0|2/2\n"));
   /* The newest result of (k2, M=16) is kept, with its run, and the run says which DB it came from. */
   char *real_b = realpath(b, NULL);
   char *want = at_xasprintf("wrong|2/2|%s\n", real_b);
-  char *prov = dump(ab, "SELECT x.status, r.shard, s.db FROM results x JOIN candidates c ON c.id = x.candidate_id"
-                        " JOIN problems p ON p.id = x.problem_id JOIN runs r ON r.id = x.run_id"
-                        " JOIN run_sources s ON s.run_id = r.id WHERE c.compile_key = 'k2' AND p.m = 16");
+  char *prov = dbq_dump(ab, "SELECT x.status, r.shard, s.db FROM results x JOIN candidates c ON c.id = x.candidate_id"
+                            " JOIN problems p ON p.id = x.problem_id JOIN runs r ON r.id = x.run_id"
+                            " JOIN run_sources s ON s.run_id = r.id WHERE c.compile_key = 'k2' AND p.m = 16");
   CHECK(same_text(prov, want));
-  char *counts = dump(ab, "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM candidates),"
-                          " (SELECT count(*) FROM results), (SELECT count(*) FROM run_sources)");
+  char *counts = dbq_dump(ab, "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM candidates),"
+                              " (SELECT count(*) FROM results), (SELECT count(*) FROM run_sources)");
   CHECK(same_text(counts, "2|3|5|2\n"));
   /* The merged DB is what export reads: the winners are its configs. */
-  char *base = dump(ab, "SELECT b.time_us FROM baselines b JOIN problems p ON p.id = b.problem_id ORDER BY p.m");
+  char *base = dbq_dump(ab, "SELECT b.time_us FROM baselines b JOIN problems p ON p.id = b.problem_id ORDER BY p.m");
   CHECK(same_text(base, "31.0\n31.0\n")); /* the newest run's reference */
   free(w), free(real_b), free(want), free(prov), free(counts), free(base), free(again);
   free(cab), free(cba);
@@ -411,8 +387,8 @@ static void merge_refusals(void) {
   sqlite3_close(h);
   CHECK_EQ_INT(RUN("merge", "--db", v1out, v1), 2);
   CHECK_EQ_INT(RUN("merge", "--db", v1out, "--force", v1), 0);
-  char *n = dump(v1out, "SELECT (SELECT count(*) FROM results) = (SELECT count(*) FROM results), count(*),"
-                        " min(uid LIKE 'legacy:%') FROM runs");
+  char *n = dbq_dump(v1out, "SELECT (SELECT count(*) FROM results) = (SELECT count(*) FROM results), count(*),"
+                            " min(uid LIKE 'legacy:%') FROM runs");
   CHECK(same_text(n, "1|1|1\n"));
   char *v1c = content(v1out);
   CHECK_EQ_INT(RUN("merge", "--db", v1out, "--force", v1), 0);
@@ -457,7 +433,7 @@ int main(int argc, char **argv) {
   EXE = argv[1];
   /* For test_slurm.sh: do two DBs hold the same candidates? */
   if (argc == 5 && strcmp(argv[2], "--same-candidates") == 0) {
-    char *a = dump(argv[3], CANDIDATES_SQL), *b = dump(argv[4], CANDIDATES_SQL);
+    char *a = dbq_dump(argv[3], CANDIDATES_SQL), *b = dbq_dump(argv[4], CANDIDATES_SQL);
     int same = a[0] && same_text(b, a);
     free(a), free(b);
     return same ? 0 : 1;
