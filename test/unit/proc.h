@@ -54,12 +54,20 @@ static inline int proc_run(char *const argv[], const char *out_path, double time
   return proc_wait(proc_start(argv, out_path), timeout_s);
 }
 
-/* Runs exe with the arguments in ap up to a NULL (at most 30). */
-static inline int proc_run_va(const char *exe, const char *out_path, double timeout_s, va_list ap) {
-  char *argv[32] = {(char *)exe};
-  int n = 1;
+/* Fills argv with exe, the arguments in pre up to a NULL (pre may be NULL), then those in ap up to a
+ * NULL, at most 30 in all, and the NULL that ends it. */
+static inline void proc_argv(char *argv[32], const char *exe, const char *const *pre, va_list ap) {
+  int n = 0;
+  argv[n++] = (char *)exe;
+  for (; pre && *pre && n < 31; pre++) argv[n++] = (char *)*pre;
   for (const char *a; n < 31 && (a = va_arg(ap, const char *));) argv[n++] = (char *)a;
   argv[n] = NULL;
+}
+
+/* Runs exe with the arguments in ap up to a NULL (at most 30). */
+static inline int proc_run_va(const char *exe, const char *out_path, double timeout_s, va_list ap) {
+  char *argv[32];
+  proc_argv(argv, exe, NULL, ap);
   return proc_run(argv, out_path, timeout_s);
 }
 
@@ -85,6 +93,19 @@ static inline int proc_run_in(const char *exe, const char *dir, double timeout_s
   va_start(ap, timeout_s);
   int rc = proc_run_va(exe, out, timeout_s, ap);
   va_end(ap);
+  return rc;
+}
+
+/* Runs exe with the arguments in pre (a subcommand and the options every call of a test shares) and
+ * then those in ap, as proc_argv, stdout and stderr to dir/out.txt; the exit status, and what it
+ * printed in *out (malloc'd). */
+static inline int proc_run_pre(const char *exe, const char *const *pre, const char *dir, double timeout_s, char **out,
+                               va_list ap) {
+  char *argv[32], path[4200];
+  proc_argv(argv, exe, pre, ap);
+  snprintf(path, sizeof path, "%s/out.txt", dir);
+  int rc = proc_run(argv, path, timeout_s);
+  *out = slurp(path);
   return rc;
 }
 

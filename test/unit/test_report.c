@@ -17,17 +17,11 @@ static const char *EXE;
 static char *TMP, *DB;
 
 static int report(char **out, ...) {
+  const char *const pre[] = {"report", "--db", DB, NULL};
   va_list ap;
   va_start(ap, out);
-  char *argv[32] = {(char *)EXE, "report", "--db", DB};
-  int n = 4;
-  for (const char *a; n < 31 && (a = va_arg(ap, const char *));) argv[n++] = (char *)a;
+  int rc = proc_run_pre(EXE, pre, TMP, 120, out, ap);
   va_end(ap);
-  argv[n] = NULL;
-  char *path = at_path_join(TMP, "out.txt");
-  int rc = proc_run(argv, path, 120);
-  *out = slurp(path);
-  free(path);
   return rc;
 }
 #define REPORT(out, ...) report(out, __VA_ARGS__, (const char *)NULL)
