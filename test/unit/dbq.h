@@ -1,6 +1,7 @@
 /* dbq.h: reading a tuning DB for the tests' assertions: one integer, the value of a printf-formatted
  * query (-1 when the DB cannot be opened or the query fails, said on stderr), or all the rows of a
- * query as text, to compare two DBs. */
+ * query as text, to compare two DBs; and dropping a DB's NOT NULLs, for tests of what a schema
+ * edited by hand lets in. */
 #ifndef AT_TEST_DBQ_H
 #define AT_TEST_DBQ_H
 
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "check.h"
 #include "core/error.h"
 #include "core/store.h"
 #include "core/util.h"
@@ -53,6 +55,18 @@ static inline char *dbq_dump(const char *db, const char *sql) {
   }
   sqlite3_close(h);
   return at_buf_steal(&b);
+}
+
+/* The schema "edited by hand": every NOT NULL dropped, as someone could with the sqlite3 shell; a
+ * new connection sees the edited schema. */
+static inline void dbq_drop_not_null(const char *path) {
+  at_store *s;
+  CHECK_EQ_INT(at_store_open(path, &s), AT_OK);
+  CHECK_EQ_INT(at_store_exec(s, "PRAGMA writable_schema=ON;"
+                                " UPDATE sqlite_master SET sql=replace(sql, 'NOT NULL', '') WHERE type='table';"
+                                " PRAGMA writable_schema=OFF;"),
+               AT_OK);
+  at_store_close(s);
 }
 
 #endif

@@ -13,6 +13,7 @@
 #include "core/store.h"
 #include "core/util.h"
 #include "check.h"
+#include "dbq.h"
 #include "proc.h"
 
 static at_cand_row cand(const char *key, int64_t variant, int regs) {
@@ -46,18 +47,6 @@ static int writer(const char *path, int64_t cand0, int n) {
   }
   at_store_close(s);
   return 0;
-}
-
-/* The schema "edited by hand": every NOT NULL dropped, as someone could with the sqlite3 shell; a
- * new connection sees the edited schema. */
-static void drop_not_null(const char *path) {
-  at_store *s;
-  CHECK_EQ_INT(at_store_open(path, &s), AT_OK);
-  CHECK_EQ_INT(at_store_exec(s, "PRAGMA writable_schema=ON;"
-                                " UPDATE sqlite_master SET sql=replace(sql, 'NOT NULL', '') WHERE type='table';"
-                                " PRAGMA writable_schema=OFF;"),
-               AT_OK);
-  at_store_close(s);
 }
 
 /* Runs sql on path, then expects the store's reads to fail with "corrupt DB" naming column. */
@@ -127,7 +116,7 @@ static void null_columns(const char *tmp) {
                        .samples = 10};
     CHECK_EQ_INT(at_store_put_result(s, &r), AT_OK);
     at_store_close(s);
-    drop_not_null(path);
+    dbq_drop_not_null(path);
     null_column(path, CASES[i].sql, CASES[i].column);
     free(path);
   }
