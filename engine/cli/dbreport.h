@@ -59,6 +59,9 @@ typedef struct rep_view {
  * names nothing in the DB or a bad shapes file, AT_ERR_RUNTIME for the DB. */
 int rep_view_build(const char *db_path, const rep_filter *f, rep_view *v);
 void rep_view_free(rep_view *v);
+/* The view's order without a shapes list, a qsort comparator of rep_shape: by device, tag, N, K,
+ * then M ascending (which is also what the plot against M wants within a panel). */
+int rep_shape_order(const void *a, const void *b);
 
 /* The time a result is ranked by: its side-by-side re-timing where it was a leader, else its first
  * median; -1 when not timed. */

@@ -315,17 +315,6 @@ static int lines(const rep_view *v, at_buf *b) {
   return AT_OK;
 }
 
-/* The line plot wants each panel's shapes in ascending M. */
-static int by_panel_m(const void *a, const void *b) {
-  const rep_shape *x = a, *y = b;
-  if (x->dev->id != y->dev->id) return x->dev->id < y->dev->id ? -1 : 1;
-  int t = strcmp(x->prob->tag, y->prob->tag);
-  if (t) return t;
-  if (x->prob->n != y->prob->n) return x->prob->n < y->prob->n ? -1 : 1;
-  if (x->prob->k != y->prob->k) return x->prob->k < y->prob->k ? -1 : 1;
-  return x->prob->m < y->prob->m ? -1 : x->prob->m > y->prob->m;
-}
-
 int rep_write_svg(const rep_view *v, const char *path) {
   if (v->n == 0) return at_fail(AT_ERR_RUNTIME, "--plot: no results to plot");
   at_buf b = {0};
@@ -333,10 +322,11 @@ int rep_write_svg(const rep_view *v, const char *path) {
   if (v->n == 1) {
     rc = heat_map(v, &b);
   } else {
+    /* The line plot wants each panel's shapes in ascending M, whatever order a shapes list gave. */
     rep_view sorted = *v; /* a shallow copy, its shapes reordered */
     sorted.shapes = at_xmalloc(sizeof *v->shapes * v->n);
     memcpy(sorted.shapes, v->shapes, sizeof *v->shapes * v->n);
-    qsort(sorted.shapes, sorted.n, sizeof *sorted.shapes, by_panel_m);
+    qsort(sorted.shapes, sorted.n, sizeof *sorted.shapes, rep_shape_order);
     rc = lines(&sorted, &b);
     free(sorted.shapes);
   }

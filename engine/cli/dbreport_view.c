@@ -171,7 +171,7 @@ static int check_filter(const rep_view *v, const rep_filter *f) {
   return AT_OK;
 }
 
-static int shape_order(const void *a, const void *b) {
+int rep_shape_order(const void *a, const void *b) {
   const rep_shape *x = a, *y = b;
   if (x->dev->id != y->dev->id) return x->dev->id < y->dev->id ? -1 : 1;
   int t = strcmp(x->prob->tag, y->prob->tag);
@@ -287,7 +287,7 @@ int rep_view_build(const char *db_path, const rep_filter *f, rep_view *v) {
         order[b] = order[b - 1], order[b - 1] = o;
       }
   } else {
-    qsort(v->shapes, v->n, sizeof *v->shapes, shape_order);
+    qsort(v->shapes, v->n, sizeof *v->shapes, rep_shape_order);
   }
   free(order);
   for (size_t i = 0; i < nwant; i++)
