@@ -3,7 +3,9 @@
 # config given (a JSON object of all nine parameters, CLUSTER_M, CLUSTER_N and KPIPE included)
 # launched through the runtime library by
 # examples/gemm_a8w8_blockscale, then cuBLASLt's block-scaled FP8 kernel of the same shape.
-# Sections: speed of light, compute and memory workload, warp states. Output under $OUT.
+# Sections: speed of light, compute and memory workload, warp states. Output under $OUT. Each ncu
+# run is cut after $PROFILE_LIMIT s (default 120): on 2026-11-23 the cuBLASLt pass (PROFILE_VENDOR=1)
+# ran past the device command's limit of 400 s and cost that much device time.
 set -u
 B=${B:-/tmp/b}
 OUT=${OUT:-/tmp/out}
@@ -24,12 +26,12 @@ for params in "$@"; do
     printf '}}\n'
   } >$dir/sm90-GEMM-A8W8_BLOCKSCALE-N=$n-K=$k.json
   echo "== sm90 $params" | tee -a "$OUT/profile.txt"
-  ncu --clock-control none -k regex:blockscale_sm90 -c 1 $SECTIONS $B/examples/gemm_a8w8_blockscale --configs $dir $m $n $k \
+  timeout "${PROFILE_LIMIT:-120}" ncu --clock-control none -k regex:blockscale_sm90 -c 1 $SECTIONS $B/examples/gemm_a8w8_blockscale --configs $dir $m $n $k \
     >>"$OUT/profile.txt" 2>&1
 done
 if [ -n "${PROFILE_VENDOR:-}" ]; then
   echo "== cuBLASLt" | tee -a "$OUT/profile.txt"
-  ncu --clock-control none -k regex:e4m3 -c 1 $SECTIONS $B/examples/gemm_a8w8_blockscale --configs /tmp/profile-cfg-1 $m $n $k \
+  timeout "${PROFILE_LIMIT:-120}" ncu --clock-control none -k regex:e4m3 -c 1 $SECTIONS $B/examples/gemm_a8w8_blockscale --configs /tmp/profile-cfg-1 $m $n $k \
     >>"$OUT/profile.txt" 2>&1
 fi
 grep -E "^== |Duration|Compute \(SM\) Throughput|L2 Cache Throughput|DRAM Throughput|gmma|lts__t_bytes|stalled_(barrier|long_scoreboard|wait|math|membar|short|mio|lg|sleeping|branch|no_inst|dispatch|misc|not_sel|selected)" "$OUT/profile.txt" |
