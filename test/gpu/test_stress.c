@@ -310,17 +310,21 @@ static void write_configs(const char *dir, int n, int k, const char *const entri
   "\"gemm_a8w8_blockscale_mma<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES, GROUP_M, SPLIT_K, B_HINT>\", "      \
   "\"params\": {\"BLOCK_K\":128,\"BLOCK_M\":" #bm ",\"BLOCK_N\":64,\"B_HINT\":0,\"GROUP_M\":1,\"SPLIT_K\":" #split        \
   ",\"STAGES\":3,\"WARPS_M\":1,\"WARPS_N\":2}"
-#define SM90_ENTRY(bm, bn, split, pp)                                                                                  \
+/* sm90 entries with clusters (cm x cn CTAs) and kp k-blocks in flight: split-K counters are then
+ * numbered per CTA of a cluster tile, which the runtime's workspace must size. */
+#define SM90_ENTRY(bm, bn, split, pp, cm, cn, kp)                                                                      \
   "\"variant\": \"sm90\", \"family\": \"sm90\", \"template\": \"gemm_a8w8_blockscale_sm90.cuh\", \"entry\": "                \
-  "\"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG>\", \"params\": {\"PINGPONG\":" #pp    \
-  ",\"BLOCK_M\":" #bm ",\"BLOCK_N\":" #bn ",\"GROUP_M\":8,\"SPLIT_K\":" #split ",\"STAGES\":4}"
+  "\"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, CLUSTER_N, KPIPE>\", "   \
+  "\"params\": {\"PINGPONG\":" #pp ",\"BLOCK_M\":" #bm ",\"BLOCK_N\":" #bn ",\"CLUSTER_M\":" #cm ",\"CLUSTER_N\":" #cn     \
+  ",\"GROUP_M\":8,\"KPIPE\":" #kp ",\"SPLIT_K\":" #split ",\"STAGES\":4}"
 
 static void write_split_configs(const char *dir) {
   static const char *const MMA[7] = {MMA_ENTRY(16, 8), MMA_ENTRY(32, 4), MMA_ENTRY(64, 2), MMA_ENTRY(64, 4),
                                      MMA_ENTRY(64, 2), MMA_ENTRY(64, 2), MMA_ENTRY(64, 4)};
-  static const char *const SM90[7] = {SM90_ENTRY(64, 64, 4, 0),   SM90_ENTRY(64, 128, 2, 0),  SM90_ENTRY(64, 112, 8, 0),
-                                      SM90_ENTRY(128, 128, 2, 1), SM90_ENTRY(128, 160, 1, 1), SM90_ENTRY(128, 128, 2, 0),
-                                      SM90_ENTRY(128, 128, 1, 1)};
+  static const char *const SM90[7] = {
+      SM90_ENTRY(64, 64, 4, 0, 1, 1, 2),    SM90_ENTRY(64, 128, 2, 0, 2, 1, 2),  SM90_ENTRY(64, 112, 8, 0, 1, 2, 1),
+      SM90_ENTRY(128, 128, 2, 1, 1, 1, 1),  SM90_ENTRY(128, 160, 1, 1, 1, 1, 1), SM90_ENTRY(128, 128, 2, 0, 2, 1, 2),
+      SM90_ENTRY(128, 128, 1, 1, 1, 1, 1)};
   write_configs(dir, 2048, 2048, MMA);
   if (G.info.cc == 90) write_configs(dir, 2560, 4096, SM90);
 }
