@@ -12,6 +12,10 @@
  *   counters   split-K arrival counters: ws_counters u32, one per output tile (or per tile and
  *            math warpgroup), never aliasing the partials
  *   ws_counters  how many counters there are; 0 and null pointers when K is not split
+ *   group_m, split_k  the candidate's GROUP_M and SPLIT_K, always set by the host from the
+ *            candidate's parameters. A kernel instantiated with 0 for either takes it from here
+ *            (a launch parameter: candidates that differ only in it share one compiled kernel);
+ *            one instantiated with a positive value uses its own.
  *
  * The split-K invariant, which every family and every owner of counters (the worker, the runtime)
  * keeps whatever ran before on any stream: the counters are zero whenever no launch that uses them
@@ -29,6 +33,7 @@ typedef struct at_gemm_a8w8_blockscale_args {
   unsigned long long a, a_scale, b, b_scale, c, partials, counters;
   int m, n, k;
   int ws_counters; /* split-K arrival counters at `counters` */
+  int group_m, split_k;
 } at_gemm_a8w8_blockscale_args;
 
 #endif

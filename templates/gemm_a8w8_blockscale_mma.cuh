@@ -25,7 +25,8 @@
 // Parameters: BLOCK_M, BLOCK_N (tile), BLOCK_K (must be 128: the scale granularity), WARPS_M x
 // WARPS_N warps (each owns a (BLOCK_M/WARPS_M) x (BLOCK_N/WARPS_N) sub-tile), STAGES (pipeline
 // depth, >= 2), GROUP_M (rows of tiles walked together, for L2 reuse of B), SPLIT_K, B_HINT (L2
-// policy for B: 0 none, 1 evict_last, 2 evict_first).
+// policy for B: 0 none, 1 evict_last, 2 evict_first). GROUP_M and SPLIT_K instantiated as 0 are
+// taken from args at run time (launch parameters: one compiled kernel serves every value).
 #include "at_ptx.cuh"
 #include "gemm_a8w8_blockscale_args.h"
 
@@ -61,12 +62,16 @@ __device__ __forceinline__ void gemm_a8w8_blockscale_mma_body(const at_gemm_a8w8
   static_assert(BLOCK_N % 128 == 0 || 128 % BLOCK_N == 0, "BLOCK_N must divide 128 or be a multiple of it");
   static_assert(B_SCALES <= 4, "BLOCK_N must be at most 512");
   static_assert(STAGES >= 2, "STAGES must be at least 2");
-  static_assert(GROUP_M >= 1 && SPLIT_K >= 1, "GROUP_M and SPLIT_K must be positive");
+  static_assert(GROUP_M >= 0 && SPLIT_K >= 0, "GROUP_M and SPLIT_K: positive, or 0 to take them from args");
   static_assert(B_HINT >= 0 && B_HINT <= 2, "B_HINT is 0, 1 or 2");
 
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
-  if (tid == 0 && (blockDim.x != THREADS || at_dynamic_smem_size() < STAGES * layout::bytes)) __trap();
+  // Launch parameters: the instantiation's own, or (0) the candidate's, passed in args.
+  const int group = GROUP_M ? GROUP_M : args.group_m, split_k = SPLIT_K ? SPLIT_K : args.split_k;
+  if (tid == 0 && (blockDim.x != THREADS || at_dynamic_smem_size() < STAGES * layout::bytes || group < 1 ||
+                   split_k < 1 || (int)gridDim.z != split_k))
+    __trap();
 
   const unsigned char *A = (const unsigned char *)args.a;
   const unsigned char *B = (const unsigned char *)args.b;
@@ -79,15 +84,15 @@ __device__ __forceinline__ void gemm_a8w8_blockscale_mma_body(const at_gemm_a8w8
   // running together share their B tiles in L2.
   const int tiles_m = (M + BLOCK_M - 1) / BLOCK_M, tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
   const int pid = blockIdx.x;
-  const int group_size = GROUP_M * tiles_n;
-  const int first_m = pid / group_size * GROUP_M;
-  const int group_m = min(tiles_m - first_m, GROUP_M);
+  const int group_size = group * tiles_n;
+  const int first_m = pid / group_size * group;
+  const int group_m = min(tiles_m - first_m, group);
   const int pid_m = first_m + (pid % group_size) % group_m;
   const int pid_n = (pid % group_size) / group_m;
   const int m0 = pid_m * BLOCK_M, n0 = pid_n * BLOCK_N;
 
   // k-blocks of this split.
-  const int kb_per_split = (KB + SPLIT_K - 1) / SPLIT_K;
+  const int kb_per_split = (KB + split_k - 1) / split_k;
   const int kb_begin = min(KB, (int)blockIdx.z * kb_per_split);
   const int nkb = min(KB, kb_begin + kb_per_split) - kb_begin;
 
@@ -266,7 +271,7 @@ __device__ __forceinline__ void gemm_a8w8_blockscale_mma_body(const at_gemm_a8w8
     if (row + 8 < M) *(at_u32 *)(C + (long)(row + 8) * N + col) = at_pack_bf16x2(v[2], v[3]);
   };
 
-  if (SPLIT_K == 1) {
+  if (split_k == 1) {
 #pragma unroll
     for (int i = 0; i < MT; i++)
 #pragma unroll
@@ -290,7 +295,7 @@ __device__ __forceinline__ void gemm_a8w8_blockscale_mma_body(const at_gemm_a8w8
   __threadfence();
   __syncthreads();
   __shared__ int is_last;
-  if (tid == 0) is_last = atomicAdd(&counters[tile], 1u) == SPLIT_K - 1;
+  if (tid == 0) is_last = atomicAdd(&counters[tile], 1u) == (unsigned)(split_k - 1);
   __syncthreads();
   if (!is_last) return;
   __threadfence();
@@ -299,7 +304,7 @@ __device__ __forceinline__ void gemm_a8w8_blockscale_mma_body(const at_gemm_a8w8
 #pragma unroll
     for (int j = 0; j < NT; j++) {
       float v[4] = {0.f, 0.f, 0.f, 0.f};
-      for (int s = 0; s < SPLIT_K; s++) {
+      for (int s = 0; s < split_k; s++) {
         const float4 p = __ldcg((const float4 *)(partials + ((long)s * tiles + tile) * TILE_FLOATS +
                                                  ((i * NT + j) * THREADS + tid) * 4));
         v[0] += p.x;

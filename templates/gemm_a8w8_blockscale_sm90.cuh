@@ -80,7 +80,10 @@ struct layout {
   static constexpr int waves = BLOCK_M / (64 * math_wg);  // 64-row slices per math warpgroup
   static constexpr int threads = 128 * (1 + math_wg);
   static constexpr int a_stage = BLOCK_M * 128, b_stage = BLOCK_N * 128;
-  static constexpr int c_pitch = BLOCK_N * 2 + 16;  // bytes per staged output row
+  // The epilogue stages a slice in column passes of epi_n columns: tiles wider than 128 in two
+  // halves, which leaves room for a fourth stage at 128 x 256.
+  static constexpr int epi_n = BLOCK_N > 128 ? BLOCK_N / 2 : BLOCK_N;
+  static constexpr int c_pitch = epi_n * 2 + 16;  // bytes per staged output row
   static constexpr int a_off = 0;
   static constexpr int b_off = STAGES * a_stage;
   static constexpr int c_off = b_off + STAGES * b_stage;
@@ -101,19 +104,19 @@ struct unit_pos {
   int tile, split, m0, n0, kb0, kb1;
 };
 
-template <int BLOCK_M, int BLOCK_N, int GROUP_M, int SPLIT_K>
-__device__ __forceinline__ unit_pos locate(int u, int tiles_m, int tiles_n, int kb_total) {
+template <int BLOCK_M, int BLOCK_N>
+__device__ __forceinline__ unit_pos locate(int u, int tiles_m, int tiles_n, int kb_total, int group, int split_k) {
   unit_pos p;
   const int tiles = tiles_m * tiles_n;
   p.split = u / tiles;
   p.tile = u - p.split * tiles;
-  const int group_size = GROUP_M * tiles_n;
-  const int first_m = p.tile / group_size * GROUP_M;
-  const int group_m = min(tiles_m - first_m, GROUP_M);
+  const int group_size = group * tiles_n;
+  const int first_m = p.tile / group_size * group;
+  const int group_m = min(tiles_m - first_m, group);
   const int in_group = p.tile % group_size;
   p.m0 = (first_m + in_group % group_m) * BLOCK_M;
   p.n0 = (in_group / group_m) * BLOCK_N;
-  const int per = (kb_total + SPLIT_K - 1) / SPLIT_K;
+  const int per = (kb_total + split_k - 1) / split_k;
   p.kb0 = min(kb_total, p.split * per);
   p.kb1 = min(kb_total, p.kb0 + per);
   return p;
@@ -122,7 +125,7 @@ __device__ __forceinline__ unit_pos locate(int u, int tiles_m, int tiles_n, int 
 }  // namespace at_sm90
 
 template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PINGPONG, int CLUSTER_M = 1,
-          int CLUSTER_N = 1, int KPIPE = 1>
+          int CLUSTER_N = 1, int KPIPE = 1, int RESCALE = 0>
 __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 128 ? 2 : 1)), 1)
     gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
                               const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_b) {
@@ -134,31 +137,39 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   constexpr int CM_ROWS = BLOCK_M * CLUSTER_M, CN_COLS = BLOCK_N * CLUSTER_N;  // a cluster tile
   // Every tile lies inside one 128-column weight-scale block (tiles start at multiples of BLOCK_N).
   constexpr bool ONE_SCALE_BLOCK = 128 % BLOCK_N == 0;
+  // Every tile starts on a weight-scale block: which block each column group lies in is known here.
+  constexpr bool BLOCK_ALIGNED = BLOCK_N % 128 == 0;
+  constexpr int NB = ONE_SCALE_BLOCK ? 1 : 3;  // weight-scale blocks a tile may touch
   // Named barriers: 0 is __syncthreads, 1 + w a math warpgroup's own (epilogue), and the turns.
   constexpr int BAR_TURN_0 = 5, BAR_TURN_1 = 6;  // "warpgroup 0 (1) may issue"
   static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192 || BLOCK_M == 256,
                 "BLOCK_M must be 64, 128, 192 or 256");
-  static_assert(MATH_WG != 3 || (KPIPE + 1) * BLOCK_N <= 256,
+  static_assert(RESCALE == 0 || RESCALE == 1, "RESCALE must be 0 or 1");
+  static_assert(RESCALE == 0 || KPIPE == 1, "RESCALE accumulates in place: one k-block in flight (KPIPE 1)");
+  static_assert(MATH_WG != 3 || (RESCALE ? BLOCK_N <= 192 : (KPIPE + 1) * BLOCK_N <= 256),
                 "three math warpgroups hold at most 160 registers a thread: (1 + KPIPE) x BLOCK_N / 2 <= 128");
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 16 && BLOCK_N <= 256, "BLOCK_N must be a multiple of 16, at most 256");
   static_assert(STAGES >= 2, "STAGES must be at least 2");
-  static_assert(GROUP_M >= 1 && SPLIT_K >= 1, "GROUP_M and SPLIT_K must be positive");
+  static_assert(GROUP_M >= 0 && SPLIT_K >= 0, "GROUP_M and SPLIT_K: positive, or 0 to take them from args");
   static_assert(PINGPONG >= 0 && PINGPONG <= 2, "PINGPONG must be 0, 1 or 2");
   static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && (CLUSTER_N == 1 || CLUSTER_N == 2), "CLUSTER_M, CLUSTER_N: 1 or 2");
   static_assert(KPIPE == 1 || (KPIPE == 2 && WAVES == 1 && !PINGPONG_ON), "KPIPE 2 needs one slice and no turns");
-  static_assert(MATH_WG != 2 || (WAVES + KPIPE) * BLOCK_N <= 416,
-                "two math warpgroups hold at most 232 registers a thread: (WAVES + KPIPE) x BLOCK_N / 2 <= 208");
+  static_assert(MATH_WG != 2 || (RESCALE ? WAVES * BLOCK_N <= 256 : (WAVES + KPIPE) * BLOCK_N <= 416),
+                "two math warpgroups hold at most 232 registers a thread: (WAVES + KPIPE) x BLOCK_N / 2 <= 208, "
+                "or WAVES x BLOCK_N / 2 <= 128 with RESCALE");
 
   extern __shared__ __align__(1024) unsigned char smem[];
   const at_u32 base = at_smem_addr(smem);
   const at_u32 full0 = base + L::bar_off, empty0 = full0 + STAGES * 8;
   int *const last_flag = (int *)(smem + L::flag_off);  // per math warpgroup: "this split arrived last"
+  // Launch parameters: the instantiation's own, or (0) the candidate's, passed in args.
+  const int group_m = GROUP_M ? GROUP_M : args.group_m, split_k = SPLIT_K ? SPLIT_K : args.split_k;
 
   const int tid = threadIdx.x;
   if (tid == 0) {
     // Swizzled tiles need a 1024-byte aligned base, which the declaration asks for.
     if (blockDim.x != L::threads || at_dynamic_smem_size() < (at_u32)L::bytes || (base & 1023)) __trap();
-    if (at_cluster_size() != CLUSTER) __trap();
+    if (at_cluster_size() != CLUSTER || group_m < 1 || split_k < 1) __trap();
     for (int s = 0; s < STAGES; s++) {
       at_mbar_init(full0 + s * 8, 1);
       at_mbar_init(empty0 + s * 8, 4 * MATH_WG * CLUSTER);
@@ -175,7 +186,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   const int M = args.m, N = args.n, KB = args.k / 128;
   // Tiles of the cluster (one CTA's tile without clusters) are what the walk hands out.
   const int tiles_m = (M + CM_ROWS - 1) / CM_ROWS, tiles_n = (N + CN_COLS - 1) / CN_COLS;
-  const int tiles = tiles_m * tiles_n, units = tiles * SPLIT_K;
+  const int tiles = tiles_m * tiles_n, units = tiles * split_k;
   const int wg = tid / 128;
   const int rank = CLUSTER > 1 ? (int)at_cluster_rank() : 0;
   const int rm = rank % CLUSTER_M, rn = rank / CLUSTER_M;
@@ -195,7 +206,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       const unsigned short b_mask = (unsigned short)(((1u << CLUSTER_M) - 1u) << (CLUSTER_M * rn));
       int it = 0;
       for (int u = first_unit; u < units; u += unit_step) {
-        const at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS, GROUP_M, SPLIT_K>(u, tiles_m, tiles_n, KB);
+        const at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS>(u, tiles_m, tiles_n, KB, group_m, split_k);
         const int a_row = min(p.m0 + rm * BLOCK_M + rn * A_ROWS, M - 1);
         const int b_row = min(p.n0 + rn * BLOCK_N + rm * B_ROWS, N - 1);
         const at_u32 a_dst = base + L::a_off + rn * A_ROWS * 128, b_dst = base + L::b_off + rm * B_ROWS * 128;
@@ -234,13 +245,17 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   int it = 0;
 
   for (int u = first_unit; u < units; u += unit_step) {
-    at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS, GROUP_M, SPLIT_K>(u, tiles_m, tiles_n, KB);
+    at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS>(u, tiles_m, tiles_n, KB, group_m, split_k);
     p.m0 += rm * BLOCK_M, p.n0 += rn * BLOCK_N;  // this CTA's tile of the cluster tile
-    float res[WAVES][NACC], acc[NACC];
+    // The tile's result; with RESCALE also the wgmma accumulator, in the units of the k-block it
+    // last took (see rescale).
+    float res[WAVES][NACC];
+    if (!RESCALE || p.kb0 >= p.kb1) {
 #pragma unroll
-    for (int v = 0; v < WAVES; v++)
+      for (int v = 0; v < WAVES; v++)
 #pragma unroll
-      for (int i = 0; i < NACC; i++) res[v][i] = 0.f;
+        for (int i = 0; i < NACC; i++) res[v][i] = 0.f;
+    }
 
     // Scale rows of this thread, clamped into the matrix (rows past M are dropped at the store).
     const float *as[2 * WAVES];
@@ -251,11 +266,17 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       as[2 * v + 1] = As + (long)min(r + 8, M - 1) * KB;
     }
     const int nb0 = p.n0 / 128;
-    const float *const bs0 = Bs + (long)min(nb0, nblocks - 1) * KB;
-    const float *const bs1 = Bs + (long)min(nb0 + 1, nblocks - 1) * KB;
-    const float *const bs2 = Bs + (long)min(nb0 + 2, nblocks - 1) * KB;
-    const int ncol0 = p.n0 & 127;  // the tile's first column inside its weight-scale block
+    const float *bs[NB];
+#pragma unroll
+    for (int i = 0; i < NB; i++) bs[i] = Bs + (long)min(nb0 + i, nblocks - 1) * KB;
+    const int ncol0 = BLOCK_ALIGNED ? 0 : p.n0 & 127;  // the tile's first column inside its weight-scale block
     const bool one_block = ONE_SCALE_BLOCK || ncol0 + BLOCK_N <= 128;  // uniform over the tile
+    // The weight-scale block of 8-column group g (compile-time when BLOCK_N divides 128 or 128 it).
+    auto blk_of = [&](int g) { return ONE_SCALE_BLOCK ? 0 : (ncol0 + 8 * g) >> 7; };
+    auto pick = [&](const float(&b)[3], int g) {
+      const int blk = blk_of(g);
+      return blk == 0 ? b[0] : blk == 1 ? b[1] : b[2];
+    };
 
     // The scales of the first k-block; each iteration then loads the next one's, so that their
     // latency hides behind a k-block of tensor work.
@@ -263,7 +284,8 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
     auto load_scales = [&](int kb, at_sm90::kscales<WAVES> &sc) {
 #pragma unroll
       for (int i = 0; i < 2 * WAVES; i++) sc.a[i] = __ldg(as[i] + kb);
-      sc.b[0] = __ldg(bs0 + kb), sc.b[1] = __ldg(bs1 + kb), sc.b[2] = __ldg(bs2 + kb);
+#pragma unroll
+      for (int i = 0; i < NB; i++) sc.b[i] = __ldg(bs[i] + kb);
     };
     // A math warp's release of a stage: its lane 0 arrives on the stage's empty barrier in every
     // CTA of the cluster (their producers may all write into this CTA's stage).
@@ -275,31 +297,34 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
         for (int c = 0; c < CLUSTER; c++) at_mbar_arrive_cluster_if(empty0 + s * 8, c, lane == 0);
       }
     };
-    // Promote a k-block of slice v: result += acc * As[row][kb] * Bs[col / 128][kb], per 8-column
-    // group. A tile inside one weight-scale block (always, when BLOCK_N divides 128) takes two
-    // products per k-block; a straddling tile picks the block per group.
-    auto promote = [&](float(&a)[NACC], int v, const at_sm90::kscales<WAVES> &sc) {
+    // Multiply slice v by a row factor (fa) times a weight-block factor (fb), per 8-column group:
+    // with one weight-scale block two products per call.
+    auto scale_slice = [&](float(&d)[NACC], const float(&src)[NACC], bool add, int v, const float *fa,
+                           const float(&fb)[3]) {
       if (one_block) {
-        const float s0 = sc.a[2 * v] * sc.b[0], s1 = sc.a[2 * v + 1] * sc.b[0];
+        const float s0 = fa[2 * v] * fb[0], s1 = fa[2 * v + 1] * fb[0];
 #pragma unroll
         for (int g = 0; g < BLOCK_N / 8; g++) {
-          res[v][4 * g + 0] += a[4 * g + 0] * s0;
-          res[v][4 * g + 1] += a[4 * g + 1] * s0;
-          res[v][4 * g + 2] += a[4 * g + 2] * s1;
-          res[v][4 * g + 3] += a[4 * g + 3] * s1;
+          d[4 * g + 0] = src[4 * g + 0] * s0 + (add ? d[4 * g + 0] : 0.f);
+          d[4 * g + 1] = src[4 * g + 1] * s0 + (add ? d[4 * g + 1] : 0.f);
+          d[4 * g + 2] = src[4 * g + 2] * s1 + (add ? d[4 * g + 2] : 0.f);
+          d[4 * g + 3] = src[4 * g + 3] * s1 + (add ? d[4 * g + 3] : 0.f);
         }
       } else {
 #pragma unroll
         for (int g = 0; g < BLOCK_N / 8; g++) {
-          const int blk = (ncol0 + 8 * g) >> 7;
-          const float sb = blk == 0 ? sc.b[0] : blk == 1 ? sc.b[1] : sc.b[2];
-          const float s0 = sc.a[2 * v] * sb, s1 = sc.a[2 * v + 1] * sb;
-          res[v][4 * g + 0] += a[4 * g + 0] * s0;
-          res[v][4 * g + 1] += a[4 * g + 1] * s0;
-          res[v][4 * g + 2] += a[4 * g + 2] * s1;
-          res[v][4 * g + 3] += a[4 * g + 3] * s1;
+          const float sb = pick(fb, g);
+          const float s0 = fa[2 * v] * sb, s1 = fa[2 * v + 1] * sb;
+          d[4 * g + 0] = src[4 * g + 0] * s0 + (add ? d[4 * g + 0] : 0.f);
+          d[4 * g + 1] = src[4 * g + 1] * s0 + (add ? d[4 * g + 1] : 0.f);
+          d[4 * g + 2] = src[4 * g + 2] * s1 + (add ? d[4 * g + 2] : 0.f);
+          d[4 * g + 3] = src[4 * g + 3] * s1 + (add ? d[4 * g + 3] : 0.f);
         }
       }
+    };
+    // Promote a k-block of slice v: result += acc * As[row][kb] * Bs[col / 128][kb].
+    auto promote = [&](float(&a)[NACC], int v, const at_sm90::kscales<WAVES> &sc) {
+      scale_slice(res[v], a, true, v, sc.a, sc.b);
     };
 
     if (p.kb0 < p.kb1) load_scales(p.kb0, nxt);
@@ -308,7 +333,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       // waited for (wait_group 1), so this warpgroup's next batch is queued on the tensor cores
       // while it promotes. The two accumulators alternate in a loop unrolled by two, so that
       // neither is touched while its wgmmas are in flight (ptxas would serialize them).
-      float acc2[NACC];
+      float acc[NACC], acc2[NACC];
       auto issue = [&](float(&a)[NACC], int i) {
         const int s = i % STAGES;
         at_mbar_wait(full0 + s * 8, (at_u32)(i / STAGES) & 1u);
@@ -360,6 +385,14 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
         }
       }
     } else {
+      // RESCALE: the accumulator holds sum over the k-blocks taken of As * Bs * (A B) divided by
+      // the current units ua[row] * ub[block]; before the next k-block adds its raw products, it is
+      // multiplied by (old units / new units), and at the end by the units. The units are the
+      // k-block's scales, except that a zero scale keeps the previous units (a block quantized
+      // with scale 0 is all zeros, whose products add nothing): no division by zero, and exact.
+      float ua[2 * WAVES], ub[3], fa[2 * WAVES], fb[3];
+      float acc[RESCALE ? 1 : NACC];
+      (void)ua, (void)ub, (void)fa, (void)fb;
       for (int kb = p.kb0; kb < p.kb1; kb++, it++) {
         cur = nxt;
         if (kb + 1 < p.kb1) load_scales(kb + 1, nxt);
@@ -377,24 +410,69 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
             if (w == 0 && (it > 0 || v > 0)) at_named_barrier(BAR_TURN_0, 256);
             if (w == 1) at_named_barrier(BAR_TURN_1, 256);
           }
+          if constexpr (RESCALE) {
 #pragma unroll
-          for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
-          at_wgmma_fence();
+            for (int i = 0; i < NACC; i++) at_reg_fence(res[v][i]);
+            at_wgmma_fence();
+            const int keep = kb > p.kb0;
 #pragma unroll
-          for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(acc, da + 2 * ks, db + 2 * ks, ks);
+            for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(res[v], da + 2 * ks, db + 2 * ks, keep | ks);
+          } else {
+#pragma unroll
+            for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
+            at_wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(acc, da + 2 * ks, db + 2 * ks, ks);
+          }
           at_wgmma_commit();
           if (PINGPONG_ON && PINGPONG == 2) at_named_arrive(w == 0 ? BAR_TURN_1 : BAR_TURN_0, 256);
           at_wgmma_wait<0>();
+          if constexpr (RESCALE) {
 #pragma unroll
-          for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
+            for (int i = 0; i < NACC; i++) at_reg_fence(res[v][i]);
+          } else {
+#pragma unroll
+            for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
+          }
           if (PINGPONG_ON && PINGPONG == 1) at_named_arrive(w == 0 ? BAR_TURN_1 : BAR_TURN_0, 256);
           if (v == WAVES - 1) release(s);
-          promote(acc, v, cur);
+          if constexpr (RESCALE) {
+            if (v == 0) {
+              if (kb == p.kb0) {
+#pragma unroll
+                for (int i = 0; i < 2 * WAVES; i++) ua[i] = cur.a[i] != 0.f ? cur.a[i] : 1.f;
+#pragma unroll
+                for (int i = 0; i < NB; i++) ub[i] = cur.b[i] != 0.f ? cur.b[i] : 1.f;
+              }
+              if (kb + 1 < p.kb1) {
+#pragma unroll
+                for (int i = 0; i < 2 * WAVES; i++) {
+                  const float nu = nxt.a[i] != 0.f ? nxt.a[i] : ua[i];
+                  fa[i] = __fdividef(ua[i], nu), ua[i] = nu;
+                }
+#pragma unroll
+                for (int i = 0; i < NB; i++) {
+                  const float nu = nxt.b[i] != 0.f ? nxt.b[i] : ub[i];
+                  fb[i] = __fdividef(ub[i], nu), ub[i] = nu;
+                }
+              }
+            }
+            if (kb + 1 < p.kb1) scale_slice(res[v], res[v], false, v, fa, fb);
+          } else {
+            promote(acc, v, cur);
+          }
+        }
+      }
+      if constexpr (RESCALE) {
+        // Back from the last k-block's units.
+        if (p.kb0 < p.kb1) {
+#pragma unroll
+          for (int v = 0; v < WAVES; v++) scale_slice(res[v], res[v], false, v, ua, ub);
         }
       }
     }
 
-    if (SPLIT_K > 1) {
+    if (split_k > 1) {
       // Publish this split's partial, count it; the last split to arrive reduces.
       // CTA tiles are numbered cluster tile by cluster tile: tile x CLUSTER + rank.
       const int ctile = p.tile * CLUSTER + rank, ctiles = tiles * CLUSTER;
@@ -412,7 +490,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
               make_float4(res[v][4 * j], res[v][4 * j + 1], res[v][4 * j + 2], res[v][4 * j + 3]);
       __threadfence();
       at_named_barrier(1 + w, 128);
-      if (t == 0) last_flag[w] = atomicAdd(&counters[counter], 1u) == SPLIT_K - 1;
+      if (t == 0) last_flag[w] = atomicAdd(&counters[counter], 1u) == (unsigned)(split_k - 1);
       at_named_barrier(1 + w, 128);
       if (!last_flag[w]) continue;
       __threadfence();
@@ -420,7 +498,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       for (int v = 0; v < WAVES; v++)
 #pragma unroll
         for (int i = 0; i < NACC; i++) res[v][i] = 0.f;
-      for (int sp = 0; sp < SPLIT_K; sp++) {
+      for (int sp = 0; sp < split_k; sp++) {
         const float *src = partials + ((long)sp * ctiles + ctile) * tile_floats;
 #pragma unroll
         for (int v = 0; v < WAVES; v++)
@@ -433,27 +511,31 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       if (t == 0) counters[counter] = 0;
     }
 
-    // Epilogue, slice by slice: bf16 through this warpgroup's staging area, then 16-byte coalesced
-    // stores.
+    // Epilogue, slice by slice and pass by pass (epi_n columns each): bf16 through this
+    // warpgroup's staging area, then 16-byte coalesced stores.
     unsigned short *const C = (unsigned short *)args.c;
-    constexpr int CHUNKS = BLOCK_N / 8;  // 16-byte chunks per row
+    constexpr int EPI_N = L::epi_n, CHUNKS = EPI_N / 8;  // 16-byte chunks per staged row
 #pragma unroll
     for (int v = 0; v < WAVES; v++) {
 #pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; j++) {
-        *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) = at_pack_bf16x2(res[v][4 * j], res[v][4 * j + 1]);
-        *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) =
-            at_pack_bf16x2(res[v][4 * j + 2], res[v][4 * j + 3]);
-      }
-      at_named_barrier(1 + w, 128);
+      for (int h = 0; h < BLOCK_N / EPI_N; h++) {
+#pragma unroll
+        for (int j = 0; j < CHUNKS; j++) {
+          const int q = h * CHUNKS + j;  // the 8-column group in the slice
+          *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) = at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
+          *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) =
+              at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
+        }
+        at_named_barrier(1 + w, 128);
 #pragma unroll 4
-      for (int c = t; c < 64 * CHUNKS; c += 128) {
-        const int r = c / CHUNKS, cc = c % CHUNKS;
-        const int grow = p.m0 + v * 128 + w * 64 + r, gcol = p.n0 + cc * 8;
-        if (grow < M && gcol < N)
-          *(uint4 *)(C + (long)grow * N + gcol) = *(const uint4 *)(stage_c + r * L::c_pitch + cc * 16);
+        for (int c = t; c < 64 * CHUNKS; c += 128) {
+          const int r = c / CHUNKS, cc = c % CHUNKS;
+          const int grow = p.m0 + v * 128 + w * 64 + r, gcol = p.n0 + h * EPI_N + cc * 8;
+          if (grow < M && gcol < N)
+            *(uint4 *)(C + (long)grow * N + gcol) = *(const uint4 *)(stage_c + r * L::c_pitch + cc * 16);
+        }
+        at_named_barrier(1 + w, 128);  // the staging area is free again
       }
-      at_named_barrier(1 + w, 128);  // the staging area is free again
     }
   }
   // Warpgroup 1's arrival after the very last batch has no batch of warpgroup 0 to wait for it:

@@ -29,9 +29,11 @@ static const param_range MMA_OPTIONAL[] = {{"GROUP_M", 1, 64}, {"B_HINT", 0, 2},
 static const param_range SM90_PARAMS[] = {{"BLOCK_M", 64, 256}, {"BLOCK_N", 16, 256}, {"STAGES", 2, 16},
                                           {"GROUP_M", 1, 64},   {"SPLIT_K", 1, 64},   {"PINGPONG", 0, 2},
                                           {NULL, 0, 0}};
-/* Optional sm90 parameters, 1 when absent: clusters (CTAs along M sharing B, along N sharing A)
- * and k-blocks in flight per math warpgroup. */
-static const param_range SM90_OPTIONAL[] = {{"CLUSTER_M", 1, 2}, {"CLUSTER_N", 1, 2}, {"KPIPE", 1, 2}, {NULL, 0, 0}};
+/* Optional sm90 parameters: clusters (CTAs along M sharing B, along N sharing A) and k-blocks in
+ * flight per math warpgroup, 1 when absent; RESCALE (one accumulator rescaled in place instead of
+ * a separate result), 0 when absent. */
+static const param_range SM90_OPTIONAL[] = {{"CLUSTER_M", 1, 2}, {"CLUSTER_N", 1, 2}, {"KPIPE", 1, 2},
+                                            {"RESCALE", 0, 1},   {NULL, 0, 0}};
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
@@ -45,10 +47,12 @@ static int64_t mma_stage_bytes(int64_t bm, int64_t bn) { return align_up((bm + b
 static int64_t sm90_math_wg(int64_t bm) { return bm == 192 ? 3 : bm >= 128 ? 2 : 1; }
 
 /* The sm90 family's shared memory (templates/gemm_a8w8_blockscale_sm90.cuh, at_sm90::layout):
- * STAGES x (A + B tiles), a bf16 staging area of 64 rows x (2 BLOCK_N + 16) bytes per math
- * warpgroup, two mbarriers per stage and flags. */
+ * STAGES x (A + B tiles), a bf16 staging area of 64 rows x (2 EPI_N + 16) bytes per math
+ * warpgroup (EPI_N: BLOCK_N, or half of it above 128, staged in two passes), two mbarriers per
+ * stage and flags. */
 static int64_t sm90_smem_bytes(int64_t bm, int64_t bn, int64_t stages) {
-  return stages * (bm + bn) * 128 + sm90_math_wg(bm) * 64 * (bn * 2 + 16) + 2 * stages * 8 + 16;
+  const int64_t epi_n = bn > 128 ? bn / 2 : bn;
+  return stages * (bm + bn) * 128 + sm90_math_wg(bm) * 64 * (epi_n * 2 + 16) + 2 * stages * 8 + 16;
 }
 
 static int has_param(const at_params *p, const char *name) {
@@ -99,7 +103,7 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
     if (bm != 64 && bm != 128 && bm != 192 && bm != 256)
       return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M must be 64, 128, 192 or 256 (got %lld)", (long long)bm);
     for (const param_range *r = SM90_OPTIONAL; r->name; r++)
-      AT_TRY(check_param(family, r->name, at_params_get(p, r->name, 1)));
+      AT_TRY(check_param(family, r->name, at_params_get(p, r->name, strcmp(r->name, "RESCALE") == 0 ? 0 : 1)));
     if (at_params_get(p, "CLUSTER_M", 1) == 2 && bn % 16)
       return at_fail(AT_ERR_INPUT, "family sm90: CLUSTER_M = 2 needs BLOCK_N a multiple of 16 (got %lld)", (long long)bn);
     out[0] = 128 * (1 + sm90_math_wg(bm));
@@ -199,4 +203,4 @@ const at_op at_op_gemm_a8w8_blockscale = {
     .min_bytes = min_bytes,
 };
 
-_Static_assert(sizeof(at_gemm_a8w8_blockscale_args) == 72, "kernel ABI struct changed size");
+_Static_assert(sizeof(at_gemm_a8w8_blockscale_args) == 80, "kernel ABI struct changed size");

@@ -5,6 +5,10 @@
 
 int at_a8w8_plan_of(const char *family, const at_params *p, at_a8w8_plan *out) {
   memset(out, 0, sizeof *out);
+  out->group_m = (int)at_params_get(p, "GROUP_M", 1);
+  out->split_k = (int)at_params_get(p, "SPLIT_K", 1);
+  if (out->group_m < 1 || out->split_k < 1)
+    return at_fail(AT_ERR_INPUT, "GROUP_M and SPLIT_K must be positive (got %d, %d)", out->group_m, out->split_k);
   if (strcmp(family, "mma") == 0) return AT_OK;
   if (strcmp(family, "sm90") != 0) return at_fail(AT_ERR_INPUT, "unknown family '%s' (gemm_a8w8_blockscale has: mma, sm90)", family);
   out->tma = 1;
@@ -55,8 +59,11 @@ static int tensor_map(uint64_t ptr, int rows, int k, int box, CUtensorMap *out) 
 int at_a8w8_kparams(const at_a8w8_plan *plan, const at_gemm_a8w8_blockscale_args *args, at_kparams *out) {
   out->count = 0;
   out->used = 0;
-  void *a = at_kparams_push(out, sizeof *args, 8);
-  memcpy(a, args, sizeof *args);
+  at_gemm_a8w8_blockscale_args *a = at_kparams_push(out, sizeof *args, 8);
+  if (!a) return at_fail(AT_ERR_RUNTIME, "kernel parameters do not fit");
+  *a = *args;
+  a->group_m = plan->group_m;
+  a->split_k = plan->split_k;
   if (!plan->tma) return AT_OK;
   CUtensorMap *ma = at_kparams_push(out, sizeof(CUtensorMap), 64);
   CUtensorMap *mb = at_kparams_push(out, sizeof(CUtensorMap), 64);

@@ -17,13 +17,14 @@
 
 /* What a family needs per launch, worked out once per kernel from its parameters. */
 typedef struct at_a8w8_plan {
-  int tma;          /* 1: the sm90 protocol */
-  int box_m, box_n; /* TMA box rows of A and B */
+  int tma;              /* 1: the sm90 protocol */
+  int box_m, box_n;     /* TMA box rows of A and B */
+  int group_m, split_k; /* the candidate's GROUP_M and SPLIT_K, for args (its launch parameters) */
 } at_a8w8_plan;
 
 int at_a8w8_plan_of(const char *family, const at_params *p, at_a8w8_plan *out);
 
-/* The parameters of one launch. Tensor maps are cached per thread by (pointer, rows, K, box). */
+/* The parameters of one launch: args as given, with group_m and split_k from the plan. Tensor maps are cached per thread by (pointer, rows, K, box). */
 int at_a8w8_kparams(const at_a8w8_plan *plan, const at_gemm_a8w8_blockscale_args *args, at_kparams *out);
 
 #endif
