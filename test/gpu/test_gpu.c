@@ -98,7 +98,7 @@ static void sm90_random(void) {
   const char *env = getenv("AT_RANDOM_SEED");
   uint64_t seed = env && *env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL), r = seed;
   fprintf(stderr, "sm90_random: seed %llu (AT_RANDOM_SEED reruns it)\n", (unsigned long long)seed);
-  static const int BN[] = {64, 96, 112, 128, 144, 160};
+  static const int BN[] = {64, 96, 112, 128, 144, 160, 192, 256};
   char *path = at_path_join(TMP, "sm90_random.yaml");
   FILE *f = fopen(path, "w");
   CHECK(f != NULL);
@@ -107,20 +107,23 @@ static void sm90_random(void) {
              "variants:\n");
   for (int v = 0; v < 6; v++) {
     r = r * 6364136223846793005ull + 1442695040888963407ull;
-    int bm = 64 << ((r >> 33) % 3), bn = BN[(r >> 40) % 6], stages = 2 + (int)((r >> 50) % 3);
+    /* RESCALE (one accumulator rescaled in place) frees the registers for tiles up to 256 wide */
+    int rescale = (int)((r >> 62) & 1);
+    int bm = 64 << ((r >> 33) % 3), bn = BN[(r >> 40) % (rescale ? 8 : 6)], stages = 2 + (int)((r >> 50) % 3);
     int split = 1 + (int)((r >> 20) % 4), group = (r >> 10) & 1 ? 8 : 1;
     int pingpong = bm >= 128 ? (int)((r >> 5) % 3) : 0;
     int cm = 1 + (int)((r >> 56) & 1), cn = 1 + (int)((r >> 58) & 1); /* clusters of 1, 2 or 4 */
     if (bm == 256 && bn > 128) bn = 128; /* registers: the kernel's static_assert */
     /* two k-blocks in flight: one slice per warpgroup, no turns, 3 x BLOCK_N / 2 registers */
-    int kpipe = bm <= 128 && pingpong == 0 && (bm == 64 || bn <= 128) && ((r >> 60) & 1) ? 2 : 1;
+    int kpipe = !rescale && bm <= 128 && pingpong == 0 && (bm == 64 || bn <= 128) && ((r >> 60) & 1) ? 2 : 1;
+    if (rescale && bn > 128 && stages > 3) stages = 3; /* 128 x 256 holds 4 stages at most */
     fprintf(f,
             "  - name: s%d\n    family: sm90\n    template: %s/templates/gemm_a8w8_blockscale_sm90.cuh\n"
             "    entry: \"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, "
-            "CLUSTER_N, KPIPE>\"\n"
+            "CLUSTER_N, KPIPE, RESCALE>\"\n"
             "    params: {BLOCK_M: %d, BLOCK_N: %d, STAGES: %d, GROUP_M: %d, SPLIT_K: %d, PINGPONG: %d, CLUSTER_M: %d, "
-            "CLUSTER_N: %d, KPIPE: %d}\n",
-            v, getenv("AT_TEST_SOURCE_ROOT"), bm, bn, stages, group, split, pingpong, cm, cn, kpipe);
+            "CLUSTER_N: %d, KPIPE: %d, RESCALE: %d}\n",
+            v, getenv("AT_TEST_SOURCE_ROOT"), bm, bn, stages, group, split, pingpong, cm, cn, kpipe, rescale);
   }
   fprintf(f, "shapes:\n");
   for (int i = 0; i < 3; i++) {
