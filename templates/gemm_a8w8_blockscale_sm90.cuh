@@ -125,7 +125,7 @@ __device__ __forceinline__ unit_pos locate(int u, int tiles_m, int tiles_n, int 
 }  // namespace at_sm90
 
 template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PINGPONG, int CLUSTER_M = 1,
-          int CLUSTER_N = 1, int KPIPE = 1, int RESCALE = 0>
+          int CLUSTER_N = 1, int KPIPE = 1, int RESCALE = 0, int STORE = 0>
 __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 128 ? 2 : 1)), 1)
     gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
                               const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_b) {
@@ -142,9 +142,13 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   constexpr int NB = ONE_SCALE_BLOCK ? 1 : 3;  // weight-scale blocks a tile may touch
   // Named barriers: 0 is __syncthreads, 1 + w a math warpgroup's own (epilogue), and the turns.
   constexpr int BAR_TURN_0 = 5, BAR_TURN_1 = 6;  // "warpgroup 0 (1) may issue"
+  // STORE 1: "math warpgroup w's staging area holds a pass" (7 + w) and "... is free" (10 + w),
+  // between that warpgroup (128 threads) and the producer's three store warps (96).
+  constexpr int BAR_STAGED = 7, BAR_FREE = 10, STORE_THREADS = 128 + 96;
   static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192 || BLOCK_M == 256,
                 "BLOCK_M must be 64, 128, 192 or 256");
   static_assert(RESCALE == 0 || RESCALE == 1, "RESCALE must be 0 or 1");
+  static_assert(STORE == 0 || STORE == 1, "STORE must be 0 or 1");
   static_assert(RESCALE == 0 || KPIPE == 1, "RESCALE accumulates in place: one k-block in flight (KPIPE 1)");
   static_assert(MATH_WG != 3 || (RESCALE ? BLOCK_N <= 192 : (KPIPE + 1) * BLOCK_N <= 256),
                 "three math warpgroups hold at most 160 registers a thread: (1 + KPIPE) x BLOCK_N / 2 <= 128");
@@ -191,6 +195,11 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   const int rank = CLUSTER > 1 ? (int)at_cluster_rank() : 0;
   const int rm = rank % CLUSTER_M, rn = rank / CLUSTER_M;
   const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
+  // STORE 1 without split-K: the producer's warps 1-3 copy the staged results out while the math
+  // warpgroups go on with the next tile (split-K keeps the math warpgroups' own store: whether a
+  // split stores is known only after its count).
+  const bool offload = STORE && split_k == 1;
+  constexpr int EPI_N = L::epi_n, CHUNKS = EPI_N / 8;  // 16-byte chunks per staged row
 
   if (wg == 0) {
     // ---- producer ----
@@ -224,6 +233,33 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
           else
             at_tma_load_2d(b_dst + s * L::b_stage, &tmap_b, kb * 128, b_row, full0 + s * 8);
         }
+      }
+    }
+    if (offload && tid >= 32) {
+      // The store warps: for every pass that a math warpgroup stages (in the order the math
+      // warpgroups stage them: unit, slice, column pass, warpgroup), copy the 64 staged rows out
+      // in 16-byte stores, rows >= M and columns >= N skipped. The pass's first row and column
+      // are in the padding of its staging area's row 0.
+      const int st = tid - 32;
+#pragma unroll 1
+      for (int w = 0; w < MATH_WG; w++) at_named_arrive(BAR_FREE + w, STORE_THREADS);  // all free at first
+      unsigned short *const C = (unsigned short *)args.c;
+      int passes = 0;
+      for (int u = first_unit; u < units; u += unit_step) passes += WAVES * (BLOCK_N / EPI_N) * MATH_WG;
+#pragma unroll 1
+      for (int i = 0; i < passes; i++) {
+        const int w = i % MATH_WG;
+        const unsigned char *const src = smem + L::c_off + w * 64 * L::c_pitch;
+        at_named_barrier(BAR_STAGED + w, STORE_THREADS);
+        const int row0 = *(const int *)(src + EPI_N * 2), col0 = *(const int *)(src + EPI_N * 2 + 4);
+#pragma unroll 4
+        for (int c = st; c < 64 * CHUNKS; c += 96) {
+          const int r = c / CHUNKS, cc = c % CHUNKS;
+          const int grow = row0 + r, gcol = col0 + cc * 8;
+          if (grow < M && gcol < N)
+            *(uint4 *)(C + (long)grow * N + gcol) = *(const uint4 *)(src + r * L::c_pitch + cc * 16);
+        }
+        at_named_arrive(BAR_FREE + w, STORE_THREADS);
       }
     }
     // No early return with clusters: every thread takes part in the final cluster barrier.
@@ -512,19 +548,28 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
     }
 
     // Epilogue, slice by slice and pass by pass (epi_n columns each): bf16 through this
-    // warpgroup's staging area, then 16-byte coalesced stores.
+    // warpgroup's staging area, then 16-byte coalesced stores, by this warpgroup or (offload) by
+    // the store warps.
     unsigned short *const C = (unsigned short *)args.c;
-    constexpr int EPI_N = L::epi_n, CHUNKS = EPI_N / 8;  // 16-byte chunks per staged row
 #pragma unroll
     for (int v = 0; v < WAVES; v++) {
 #pragma unroll
       for (int h = 0; h < BLOCK_N / EPI_N; h++) {
+        if (offload) at_named_barrier(BAR_FREE + w, STORE_THREADS);  // the store warps are done with it
 #pragma unroll
         for (int j = 0; j < CHUNKS; j++) {
           const int q = h * CHUNKS + j;  // the 8-column group in the slice
           *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) = at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
           *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) =
               at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
+        }
+        if (offload) {
+          if (t == 0) {
+            *(int *)(stage_c + EPI_N * 2) = p.m0 + v * 128 + w * 64;
+            *(int *)(stage_c + EPI_N * 2 + 4) = p.n0 + h * EPI_N;
+          }
+          at_named_arrive(BAR_STAGED + w, STORE_THREADS);
+          continue;
         }
         at_named_barrier(1 + w, 128);
 #pragma unroll 4
@@ -541,5 +586,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   // Warpgroup 1's arrival after the very last batch has no batch of warpgroup 0 to wait for it:
   // take it here, so that no barrier is left half-arrived.
   if (PINGPONG_ON && w == 0 && it > 0) at_named_barrier(BAR_TURN_0, 256);
+  // The store warps' arrival after the last copy likewise: this also waits for that copy.
+  if (offload) at_named_barrier(BAR_FREE + w, STORE_THREADS);
   if (CLUSTER > 1) at_cluster_sync();
 }
