@@ -213,7 +213,9 @@ static void eager_calls(worker *w) {
     const problem *q[BUFS];
     int ok[BUFS];
     for (int j = 0; j < burst; j++) {
-      q[j] = pick(w, 0);
+      /* every third call a split-K problem: the share the coverage check below asks for, whatever
+       * the random pool holds */
+      q[j] = pick(w, (call + j) % 3 == 0);
       ok[j] = gemm(q[j], w->out[j], s, "eager", call + j) == AT_STATUS_OK;
     }
     CUX(at_cu->StreamSynchronize(s));
