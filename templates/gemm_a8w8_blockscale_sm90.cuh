@@ -30,17 +30,30 @@
 // warpgroup 0's batch has completed (1) or has been issued (2), warpgroup 0 its next one likewise
 // after warpgroup 1's, so that each promotes while the other's wgmmas run instead of both waiting
 // on interleaved ones. (Measured with BLOCK 128 x 128: 1 costs 7%, its wait for completion leaves
-// the tensor cores idle between batches; 2 keeps the order without that wait.) (Two
-// accumulators per warpgroup, issuing k-block i + 1 before promoting i, were tried: ptxas
-// serializes those wgmmas, C7514.)
+// the tensor cores idle between batches; 2 keeps the order without that wait.) KPIPE 2: two
+// accumulators per warpgroup, k-block i + 1 issued before i is promoted (see the loop for how it
+// keeps ptxas from serializing them).
+// RESCALE 1: no separate result. The wgmmas accumulate in place into one register set that holds
+// the sum so far divided by the current k-block's scales ("units": As[row][kb] x Bs[blk][kb], a
+// zero scale keeping the previous units); between k-blocks it is multiplied by old units / new
+// units (one product per register, as a promotion costs), and by the units at the end. Half the
+// registers: 64 x 256 per warpgroup fits (128 x 256 and 256 x 128 tiles), which halves the
+// shared-memory reads of A per product against 128 x 128. Exact for zero-scale blocks whose
+// values are zero (how a zero scale arises); a zero scale over non-zero values is not supported.
 // Scales are read from global memory by the math threads when a k-block is issued and used when
 // it is promoted, so their latency hides behind tensor work: As is [M][K/128] row-major, which TMA
 // cannot fetch one k-column at a time. A tile's columns may straddle two or three 128-column
 // weight-scale blocks (BLOCK_N that does not divide 128, or tiles that do not start on a block):
 // each 8-column accumulator group lies in one block, picked per group.
 // Epilogue. SPLIT_K == 1: each math warpgroup packs its 64 x BLOCK_N result to bf16 in its own
-// shared-memory staging area (rows padded by 16 bytes: no bank conflicts), then copies it out in
-// 16-byte coalesced stores, rows >= M and columns >= N skipped. SPLIT_K > 1: each math warpgroup
+// shared-memory staging area (rows padded by 16 bytes: no bank conflicts; tiles wider than 128 in
+// two column passes), then copies it out in 16-byte coalesced stores, rows >= M and columns >= N
+// skipped. STORE 1 hands the copy to the producer warpgroup's warps 1-3, which are idle otherwise:
+// per pass the math warpgroup waits on named barrier "free" (10 + w), stages, writes the pass's
+// first row and column into the padding of staging row 0 and arrives on "staged" (7 + w); the
+// store warps wait "staged", copy, arrive "free" (once more at the start: the areas begin free,
+// and the math warpgroup takes that last arrival before exit). The math warpgroups then start the
+// next tile while the copy runs. SPLIT_K > 1: each math warpgroup
 // writes its fp32 partial to the workspace and counts itself in counter (tile * MATH_WG + w); the
 // last of the SPLIT_K to arrive sums the partials in split order (arrival order does not change
 // the result), resets the counter to zero, and stores as above: the invariant of
@@ -65,9 +78,11 @@
 // rows that the store drops. The cluster is synchronised after the barriers are initialised (no
 // remote arrival or multicast before) and before exit (none into a CTA that has exited).
 //
-// Parameters: BLOCK_M (64, 128 or 256), BLOCK_N (a multiple of 16, at most 256), STAGES (>= 2),
+// Parameters: BLOCK_M (64, 128, 192 or 256), BLOCK_N (a multiple of 16, at most 256), STAGES (>= 2),
 // GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0, 1, 2: how math warpgroups take
-// turns), CLUSTER_M and CLUSTER_N (1 or 2), KPIPE (k-blocks in flight per math warpgroup, 1 or 2).
+// turns), CLUSTER_M and CLUSTER_N (1 or 2), KPIPE (k-blocks in flight per math warpgroup, 1 or 2),
+// RESCALE (0, 1), STORE (0, 1). GROUP_M and SPLIT_K instantiated as 0 are read from args (launch
+// parameters: one compiled kernel serves every value).
 #include "at_sm90.cuh"
 #include "at_wgmma_e4m3.cuh"
 #include "gemm_a8w8_blockscale_args.h"
