@@ -1,12 +1,13 @@
 /* cmd_list.c: `autotune list [options] SPACE.yaml`: what a tuning run of the space would do, without
  * compiling or timing anything: the candidates that survive pruning (with the shapes each one is
- * run on), the pruning counts per constraint and device limit, and the shapes. Like the enumerate
- * mode of a kernel profiler. Needs no GPU: the device limits are those of --arch. */
+ * run on), the pruning counts per constraint and device limit, the shapes, and how many distinct
+ * kernels the candidates compile to. Like the enumerate mode of a kernel profiler. Needs no GPU: the device limits are those of --arch. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/compile.h"
 #include "../core/enumerate.h"
 #include "../core/limits.h"
 #include "../core/shapefile.h"
@@ -17,7 +18,8 @@
 static const char *USAGE =
     "usage: autotune list [options] SPACE.yaml\n\n"
     "Lists the candidates of a search space that survive pruning, the shapes each one would be timed\n"
-    "on, the pruning counts per constraint and device limit, and the shapes; compiles nothing.\n\n"
+    "on, the pruning counts per constraint and device limit, the shapes, and the number of distinct\n"
+    "kernels (candidates that differ only in launch parameters share one); compiles nothing.\n\n"
     "options:\n"
     "  --arch ARCH          the target whose limits prune (default sm_90a); no GPU is probed\n"
     "  --max-candidates N   stop with an error past N survivors (default 100000)\n"
@@ -77,10 +79,10 @@ static void shapes_of(const at_enum *e, size_t i, at_buf *b, int json) {
     if (e->shape_ok[i * e->nshapes + j]) at_buf_printf(b, "%s%zu", first ? "" : ",", j), first = 0;
 }
 
-static void print_text(const at_space *s, const at_enum *e, const char *arch) {
+static void print_text(const at_space *s, const at_enum *e, size_t kernels, const char *arch) {
   printf("%s: op %s, tag %s, target %s\n", s->path, s->op_name, s->tag, arch);
-  printf("variants %zu, candidates %lld, pruned %lld, surviving %zu\n", s->nvariants, (long long)e->total,
-         (long long)at_enum_pruned_total(e), e->n);
+  printf("variants %zu, candidates %lld, pruned %lld, surviving %zu, kernels %zu\n", s->nvariants, (long long)e->total,
+         (long long)at_enum_pruned_total(e), e->n, kernels);
   for (size_t i = 0; i < e->npruned; i++) {
     const at_prune_count *p = &e->pruned[i];
     if (p->count)
@@ -101,7 +103,7 @@ static void print_text(const at_space *s, const at_enum *e, const char *arch) {
   }
 }
 
-static char *json_of(const at_space *s, const at_enum *e, const char *arch) {
+static char *json_of(const at_space *s, const at_enum *e, size_t kernels, const char *arch) {
   at_buf b = {0};
   at_buf_puts(&b, "{\"space\": ");
   at_buf_json_string(&b, s->path);
@@ -111,8 +113,8 @@ static char *json_of(const at_space *s, const at_enum *e, const char *arch) {
   at_buf_json_string(&b, s->tag);
   at_buf_puts(&b, ", \"arch\": ");
   at_buf_json_string(&b, arch);
-  at_buf_printf(&b, ",\n \"total\": %lld, \"pruned\": %lld, \"surviving\": %zu,\n \"pruning\": [", (long long)e->total,
-                (long long)at_enum_pruned_total(e), e->n);
+  at_buf_printf(&b, ",\n \"total\": %lld, \"pruned\": %lld, \"surviving\": %zu, \"kernels\": %zu,\n \"pruning\": [",
+                (long long)e->total, (long long)at_enum_pruned_total(e), e->n, kernels);
   for (size_t i = 0; i < e->npruned; i++) {
     const at_prune_count *p = &e->pruned[i];
     at_buf_puts(&b, i ? ",\n  {\"variant\": " : "\n  {\"variant\": ");
@@ -145,6 +147,22 @@ static char *json_of(const at_space *s, const at_enum *e, const char *arch) {
   return at_buf_steal(&b);
 }
 
+/* The distinct kernels the candidates would compile to (candidates that differ only in launch
+ * parameters share one), counted as the tuner counts them: by compile key. */
+static int count_kernels(const at_space *s, const at_enum *e, const char *arch, size_t *out) {
+  at_jit_source **sources = NULL;
+  int64_t *variant_ids = NULL;
+  int rc = at_compile_prepare(s, &sources, &variant_ids);
+  if (rc == AT_OK) {
+    at_compiled *res = at_xcalloc(e->n ? e->n : 1, sizeof *res);
+    at_jit_options opts = {arch, 0};
+    *out = at_compile_kernels(e, sources, &opts, res);
+    free(res);
+  }
+  at_compile_unprepare(s, sources, variant_ids);
+  return rc;
+}
+
 int cmd_list(int argc, char **argv) {
   options o;
   int rc = parse_options(argc, argv, &o);
@@ -157,9 +175,11 @@ int cmd_list(int argc, char **argv) {
   at_enum *e = NULL;
   rc = at_space_use_shapes(space, o.shapes, o.only);
   if (rc == AT_OK) rc = at_enumerate(space, &lim, o.max_candidates, &e);
+  size_t kernels = 0;
+  if (rc == AT_OK) rc = count_kernels(space, e, o.arch, &kernels);
   if (rc == AT_OK) {
-    char *json = o.json ? json_of(space, e, o.arch) : NULL;
-    if (!json || strcmp(o.json, "-") != 0) print_text(space, e, o.arch);
+    char *json = o.json ? json_of(space, e, kernels, o.arch) : NULL;
+    if (!json || strcmp(o.json, "-") != 0) print_text(space, e, kernels, o.arch);
     if (json && strcmp(o.json, "-") == 0) fputs(json, stdout);
     else if (json && at_write_file_atomic(o.json, json, strlen(json)))
       rc = at_fail(AT_ERR_RUNTIME, "list: --json %s: %s", o.json, at_errmsg());

@@ -350,10 +350,7 @@ out:;
   at_compile_stats_free(&cstats);
   free(compiled);
   at_store_close(db);
-  if (sources)
-    for (size_t v = 0; v < space->nvariants; v++) at_jit_source_free(sources[v]);
-  free(sources);
-  free(variant_ids);
+  if (space) at_compile_unprepare(space, sources, variant_ids);
   at_enum_free(cands);
   at_space_free(space);
   free(all);

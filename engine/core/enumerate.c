@@ -25,14 +25,19 @@ static int cmp_param_index(const void *a, const void *b, void *names) {
   return strcmp(n[*(const size_t *)a], n[*(const size_t *)b]);
 }
 
-static char *params_json(const at_variant *v, const int64_t *values) {
+/* The canonical JSON of the parameters, keys sorted; with launch_only, of the launch parameters. */
+static char *params_json(const at_variant *v, const int64_t *values, int launch_only) {
   size_t *order = at_xcalloc(v->nparams, sizeof *order);
   for (size_t i = 0; i < v->nparams; i++) order[i] = i;
   qsort_r(order, v->nparams, sizeof *order, cmp_param_index, (void *)v->names);
   at_buf b = {0};
   at_buf_puts(&b, "{");
-  for (size_t i = 0; i < v->nparams; i++)
-    at_buf_printf(&b, "%s\"%s\":%lld", i ? "," : "", v->names[order[i]], (long long)values[order[i]]);
+  int first = 1;
+  for (size_t i = 0; i < v->nparams; i++) {
+    if (launch_only && !v->params[order[i]].launch) continue;
+    at_buf_printf(&b, "%s\"%s\":%lld", first ? "" : ",", v->names[order[i]], (long long)values[order[i]]);
+    first = 0;
+  }
   at_buf_puts(&b, "}");
   free(order);
   return at_buf_steal(&b);
@@ -77,7 +82,8 @@ static void keep(at_enum *e, const at_variant *v, size_t vi, const int64_t *tabl
   c->variant = vi;
   c->table = at_xmalloc(sizeof(int64_t) * v->nnames);
   memcpy(c->table, table, sizeof(int64_t) * v->nnames);
-  c->params_json = params_json(v, table);
+  c->params_json = params_json(v, table, 0);
+  c->launch_json = v->nlaunch ? params_json(v, table, 1) : NULL;
   c->name_expr = at_variant_name_expr(v, table);
 }
 
@@ -214,13 +220,17 @@ int64_t at_enum_pruned_total(const at_enum *e) {
   return n;
 }
 
+void at_cand_clear(at_cand *c) {
+  free(c->table);
+  free(c->params_json);
+  free(c->launch_json);
+  free(c->name_expr);
+  memset(c, 0, sizeof *c);
+}
+
 void at_enum_free(at_enum *e) {
   if (!e) return;
-  for (size_t i = 0; i < e->n; i++) {
-    free(e->c[i].table);
-    free(e->c[i].params_json);
-    free(e->c[i].name_expr);
-  }
+  for (size_t i = 0; i < e->n; i++) at_cand_clear(&e->c[i]);
   for (size_t i = 0; i < e->npruned; i++) free(e->pruned[i].rule);
   free(e->c);
   free(e->pruned);

@@ -26,7 +26,8 @@ typedef struct at_cand {
   size_t variant;    /* index into space->variants */
   int64_t *table;    /* value table (variant->names order); the M, N, K slots are 0 */
   char *params_json; /* canonical parameters: {"NAME":value,...}, keys sorted */
-  char *name_expr;   /* the kernel instantiation, e.g. "kernel<64, 128>" */
+  char *launch_json; /* the same of its launch parameters alone; NULL when the variant has none */
+  char *name_expr;   /* the kernel instantiation, e.g. "kernel<64, 128>": launch parameters left out */
 } at_cand;
 
 typedef struct at_prune_count {
@@ -53,6 +54,8 @@ typedef struct at_enum {
 
 int at_enumerate(const at_space *s, const at_limits *lim, int64_t max_candidates, at_enum **out);
 void at_enum_free(at_enum *e);
+/* Frees what one candidate owns (for a caller that drops candidates from an enumeration). */
+void at_cand_clear(at_cand *c);
 
 /* Candidates removed before compiling (the per-candidate counts). */
 int64_t at_enum_pruned_total(const at_enum *e);

@@ -202,6 +202,22 @@ void at_jit_key(const at_jit_source *s, const char *name_expr, const at_jit_opti
   at_sha256_final_hex(&h, key);
 }
 
+/* Bumped when what a candidate key covers beside its kernel's key changes. */
+#define AT_CAND_FORMAT "autotune-cand-1"
+
+void at_cand_key(const char jit_key[65], const char *launch_json, char key[65]) {
+  if (!launch_json) {
+    memcpy(key, jit_key, 65);
+    return;
+  }
+  at_sha256 h;
+  at_sha256_init(&h);
+  at_sha256_field(&h, AT_CAND_FORMAT);
+  at_sha256_field(&h, jit_key);
+  at_sha256_field(&h, launch_json);
+  at_sha256_final_hex(&h, key);
+}
+
 /* ---- resources from the ptxas report ---------------------------------------------------------- */
 
 static int num_before(const char *text, const char *end, const char *suffix, int *out) {

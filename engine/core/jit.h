@@ -6,9 +6,11 @@
  * so the compiler sees exactly the bytes that were hashed: a header the scan missed is a compile
  * error, not a stale cache hit.
  *
- * The compile key is the SHA-256 of: a format tag, the template and header contents with their
- * names, the name expression, the NVRTC options, the target arch and the NVRTC version. It is the
- * identity of a compiled candidate in the cache and in the DB. */
+ * The compile key (the kernel key) is the SHA-256 of: a format tag, the template and header
+ * contents with their names, the name expression, the NVRTC options, the target arch and the NVRTC
+ * version. It names a cubin in the cache. A candidate's key (its identity in the DB) is the same key
+ * when its variant has no launch parameters, else a hash of it and the launch parameters' values
+ * (at_cand_key): candidates that differ only in what is passed at launch share one kernel. */
 #ifndef AT_JIT_H
 #define AT_JIT_H
 
@@ -41,6 +43,11 @@ typedef struct at_jit_options {
 } at_jit_options;
 
 void at_jit_key(const at_jit_source *s, const char *name_expr, const at_jit_options *o, char key[65]);
+
+/* A candidate's key from its kernel's: jit_key itself when launch_json is NULL (no launch
+ * parameters: the identity of spaces and DBs from before launch parameters), else the SHA-256 of a
+ * format tag, jit_key and launch_json (the canonical JSON of the launch parameters' values). */
+void at_cand_key(const char jit_key[65], const char *launch_json, char key[65]);
 
 typedef struct at_jit_result {
   int ok;             /* compiled (or found in the cache) */

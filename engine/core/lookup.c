@@ -125,13 +125,13 @@ static int builtin_config(const at_op *op, at_config *c) {
   return AT_OK;
 }
 
-/* Is a config launchable as the op's family says: every parameter in its entry (so that the kernel
- * gets what the launch rule assumes) and every value in range? A config from a hand-edited file
- * must not reach a kernel whose launch rule it breaks. */
+/* Is a config launchable as the op's family says: every parameter in its entry or passed at launch
+ * (so that the kernel gets what the launch rule assumes) and every value in range? A config from a
+ * hand-edited file must not reach a kernel whose launch rule it breaks. */
 static int config_ok(const at_op *op, const at_config *c, char *why, size_t n) {
   for (int i = 0; i < c->nparams; i++)
-    if (!at_entry_mentions(c->entry, c->names[i]))
-      return snprintf(why, n, "parameter %s does not appear in its entry", c->names[i]), 0;
+    if (!at_entry_mentions(c->entry, c->names[i]) && !at_op_launch_param(op, c->names[i]))
+      return snprintf(why, n, "parameter %s does not appear in its entry and is not a launch parameter", c->names[i]), 0;
   int64_t derived[16];
   const char *names[AT_MAX_PARAMS];
   at_params p = at_config_params(c, names);

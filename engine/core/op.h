@@ -51,6 +51,11 @@ typedef struct at_op {
   at_builtin_config builtin;
   const char *const *families; /* template families the op knows, NULL-terminated */
   const char *const *derived;  /* names derive() fills, NULL-terminated; usable in constraints */
+  /* Parameters the op can pass to a kernel at run time (in its argument struct), NULL-terminated.
+   * A variant's entry may leave these out: the kernel is then compiled without them and each launch
+   * hands it the candidate's value (a launch parameter), so candidates that differ only in them
+   * share one compiled kernel. Any other parameter must appear in the entry. */
+  const char *const *launch_params;
   /* Checks that a variant of this family has every parameter it needs, and fills derived[] (one
    * value per name in ->derived) for one candidate. Fails with AT_ERR_INPUT naming the parameter. */
   int (*derive)(const char *family, const at_params *p, int64_t *derived);
@@ -74,5 +79,9 @@ const at_op *at_op_find(const char *name);
 /* "a, b, c": the names of all known ops, for messages. */
 const char *at_op_names(void);
 size_t at_op_count_derived(const at_op *op);
+/* Can op pass the parameter `name` to a kernel at launch (op->launch_params)? */
+int at_op_launch_param(const at_op *op, const char *name);
+/* "A, B": op's launch parameters, for messages, written into buf ("none" when it has none). */
+const char *at_op_launch_param_names(const at_op *op, char *buf, size_t n);
 
 #endif

@@ -12,11 +12,13 @@
  *    shapes, keyed by the whole at_shape_req; asking again for a kept shape only makes it current
  *    (the reply is the first one again, with `cached` set). It evicts the least recently used when
  *    its bound or the GPU's memory says so; the parent never needs to know which are kept.
- *  - modules: a table of AT_MODULE_SLOTS loaded cubins whose slots the parent assigns. An EVAL or
- *    RETIME entry names its slot and the candidate's compile key; with `load` set, the cubin
- *    follows and replaces whatever the slot held. The parent mirrors the table (it chose every
- *    slot) and forgets it when the worker is replaced; the worker checks the key and refuses a
- *    request for a slot that holds another candidate (a parent bug, not a candidate's fault). */
+ *  - modules: a table of AT_MODULE_SLOTS loaded cubins whose slots the parent assigns, one per
+ *    kernel: candidates that share a kernel (they differ only in launch parameters) share its slot.
+ *    An EVAL or RETIME entry names its slot and the kernel's compile key; with `load` set, the
+ *    cubin follows and replaces whatever the slot held. The parent mirrors the table (it chose
+ *    every slot) and forgets it when the worker is replaced; the worker checks the key and refuses
+ *    a request for a slot that holds another kernel (a parent bug, not a candidate's fault). The
+ *    candidate's family and parameters come with every entry: a launch uses the request's own. */
 #ifndef AT_PROTO_H
 #define AT_PROTO_H
 
@@ -86,12 +88,12 @@ enum { AT_MAX_PARAMS = 32, AT_MODULE_SLOTS = 256 };
 
 typedef struct at_eval_req {
   int64_t candidate_id;
-  int32_t slot;   /* the worker's module slot for this candidate, 0 .. AT_MODULE_SLOTS - 1 */
+  int32_t slot;   /* the worker's module slot for this candidate's kernel, 0 .. AT_MODULE_SLOTS - 1 */
   int32_t load;   /* 1: the cubin follows; load it into the slot first (what the slot held goes) */
-  char key[65];   /* the candidate's compile key: its content identity, checked against the slot */
-  /* what a load needs; the worker keeps them with the module */
+  char key[65];   /* the kernel's compile key: its content identity, checked against the slot */
+  char lowered_name[512]; /* what a load needs: the kernel's name in the cubin */
+  /* the candidate: how each launch of this request is made (geometry, workspace, kernel arguments) */
   char family[32];
-  char lowered_name[512];
   int nparams;
   char param_names[AT_MAX_PARAMS][32];
   int64_t param_values[AT_MAX_PARAMS];

@@ -153,9 +153,7 @@ void at_shard_apply(const at_space *s, at_enum *e, at_shard sh, uint8_t *shapes_
       }
     }
     if (!any) {
-      free(e->c[i].table);
-      free(e->c[i].params_json);
-      free(e->c[i].name_expr);
+      at_cand_clear(&e->c[i]);
       continue;
     }
     if (kept != i) {

@@ -207,15 +207,25 @@ static int load_constraints(loader *L, at_variant *v, const at_ynode *map) {
   return AT_OK;
 }
 
-/* The identifiers of an entry pattern, checked: "name<A, B, 3>" where every parameter appears. */
-static int check_entry(loader *L, const at_variant *v, const at_ynode *node) {
+/* The identifiers of an entry pattern, checked: "name<A, B, 3>" where every parameter appears,
+ * except the op's launch parameters, which a kernel gets at launch; those left out are marked. */
+static int check_entry(loader *L, at_variant *v, const at_ynode *node) {
   const char *lt = strchr(v->entry, '<');
   if (!lt || v->entry[strlen(v->entry) - 1] != '>')
     return err_at(L, node, "entry must be a kernel template instantiation like 'kernel<BLOCK_M, BLOCK_N>'");
-  for (size_t i = 0; i < v->nparams; i++)
-    if (!at_entry_mentions(v->entry, v->params[i].name))
-      return err_at(L, node, "parameter %s does not appear in entry '%s'; every parameter must reach the kernel",
-                    v->params[i].name, v->entry);
+  for (size_t i = 0; i < v->nparams; i++) {
+    at_param_def *p = &v->params[i];
+    if (at_entry_mentions(v->entry, p->name)) continue;
+    if (!at_op_launch_param(L->s->op, p->name)) {
+      char names[256];
+      return err_at(L, node,
+                    "parameter %s does not appear in entry '%s' and op %s cannot pass it at launch (its launch "
+                    "parameters: %s); it would not reach the kernel",
+                    p->name, v->entry, L->s->op->name, at_op_launch_param_names(L->s->op, names, sizeof names));
+    }
+    p->launch = 1;
+    v->nlaunch++;
+  }
   return AT_OK;
 }
 

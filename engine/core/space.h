@@ -17,6 +17,7 @@ typedef struct at_param_def {
   int64_t *values;
   size_t n;
   int line, col;
+  int launch; /* the entry leaves it out: a launch parameter, passed to the kernel at run time */
 } at_param_def;
 
 typedef struct at_constraint {
@@ -37,6 +38,7 @@ typedef struct at_variant {
   int line, col;
   at_param_def *params;
   size_t nparams;
+  size_t nlaunch; /* launch parameters among params: candidates differing only in them share a kernel */
   at_constraint *constraints;
   size_t nconstraints;
   /* The names constraints may use, in slot order: params, then M N K, then the device limits

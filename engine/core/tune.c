@@ -11,7 +11,7 @@
  *    candidate it keeps has a result: never after a stop or a failed compile phase.
  *  - Batch k is the same list of candidates for every shape and every GPU (ready[bounds[k-1] ..
  *    bounds[k])), so a candidate's fault shows on the shapes in their order, batch after batch.
- *  - The mirror of a worker's module table (slot_cand, cand_slot) holds exactly what was sent to
+ *  - The mirror of a worker's module table (slot_kernel, kernel_slot) holds exactly what was sent to
  *    the live worker; a new worker starts with an empty one. */
 #include "tune.h"
 
@@ -74,7 +74,8 @@ typedef struct shared {
   int closed;              /* every candidate was fed */
   int aborted;             /* the compile phase stopped or failed: nothing more comes, nothing is finished */
   int64_t *cand_id;        /* per candidate: its DB row, once fed */
-  char (*keys)[65];        /* per candidate: its compile key, once fed */
+  char (*keys)[65];        /* per candidate: its kernel's compile key, once fed */
+  size_t *kernel;          /* per candidate: its kernel (at_compiled.kernel, a candidate index), once fed */
   int *kills;              /* per candidate: workers it killed in this run */
   uint8_t *quarantined;
   shape_state *shapes;
@@ -99,9 +100,9 @@ struct gpu_thread {
   long cur_shape;    /* the shape the worker has current; -1: none */
   double *last_time; /* per candidate: its time on the last shape this thread timed it on */
   /* the mirror of the worker's module table */
-  long slot_cand[AT_MODULE_SLOTS];     /* per slot: the candidate loaded there, -1 */
+  long slot_kernel[AT_MODULE_SLOTS];   /* per slot: the kernel loaded there (shared->kernel), -1 */
   uint64_t slot_used[AT_MODULE_SLOTS]; /* per slot: when last used */
-  int *cand_slot;                      /* per candidate: its slot, -1 */
+  int *kernel_slot;                    /* per kernel: its slot, -1 */
   uint64_t tick;
   double busy_s, starved_s;
 };
@@ -159,7 +160,8 @@ static void feed_outcome(void *ctx, size_t ci, const at_compiled *c) {
   lock(sh);
   sh->nfed++;
   sh->cand_id[ci] = c->cand_id;
-  memcpy(sh->keys[ci], c->key, sizeof sh->keys[ci]);
+  memcpy(sh->keys[ci], c->kernel_key, sizeof sh->keys[ci]);
+  sh->kernel[ci] = c->kernel;
   if (c->usable) {
     /* A quarantine from an earlier run holds (a --fresh run records the candidate anew, clearing it). */
     int q = 0;
@@ -261,8 +263,8 @@ static int next_unit(gpu_thread *g, unit *u) {
 /* ---- the worker ------------------------------------------------------------------------------- */
 
 static void forget_modules(gpu_thread *g, size_t ncands) {
-  for (int s = 0; s < AT_MODULE_SLOTS; s++) g->slot_cand[s] = -1, g->slot_used[s] = 0;
-  for (size_t i = 0; i < ncands; i++) g->cand_slot[i] = -1;
+  for (int s = 0; s < AT_MODULE_SLOTS; s++) g->slot_kernel[s] = -1, g->slot_used[s] = 0;
+  for (size_t i = 0; i < ncands; i++) g->kernel_slot[i] = -1;
   g->tick = 0;
 }
 
@@ -363,18 +365,20 @@ static int use_shape(gpu_thread *g, size_t si) {
   return record_setup(g, si, &r);
 }
 
-/* The worker's module slot for candidate ci; *load: the worker does not hold it, so the cubin goes
- * with the request, into the least recently used slot. */
+/* The worker's module slot for candidate ci's kernel; *load: the worker does not hold it, so the
+ * cubin goes with the request, into the least recently used slot. Candidates that share a kernel
+ * share its slot: the cubin crosses the pipe once per worker, whatever their number. */
 static int slot_for(gpu_thread *g, size_t ci, int32_t *load) {
-  int s = g->cand_slot[ci];
+  size_t k = g->sh->kernel[ci];
+  int s = g->kernel_slot[k];
   *load = s < 0;
   if (s < 0) {
     s = 0;
     for (int i = 1; i < AT_MODULE_SLOTS; i++)
       if (g->slot_used[i] < g->slot_used[s]) s = i;
-    if (g->slot_cand[s] >= 0) g->cand_slot[g->slot_cand[s]] = -1;
-    g->slot_cand[s] = (long)ci;
-    g->cand_slot[ci] = s;
+    if (g->slot_kernel[s] >= 0) g->kernel_slot[g->slot_kernel[s]] = -1;
+    g->slot_kernel[s] = (long)k;
+    g->kernel_slot[k] = s;
   }
   g->slot_used[s] = ++g->tick;
   return s;
@@ -926,6 +930,7 @@ static void shared_init(shared *sh, const at_tune_job *job, at_tune_stats *st) {
   sh->bounds = at_xcalloc(n + 1, sizeof *sh->bounds);
   sh->cand_id = at_xcalloc(n, sizeof *sh->cand_id);
   sh->keys = at_xcalloc(n, sizeof *sh->keys);
+  sh->kernel = at_xcalloc(n, sizeof *sh->kernel);
   sh->kills = at_xcalloc(n, sizeof *sh->kills);
   sh->quarantined = at_xcalloc(n, 1);
   sh->shapes = at_xcalloc(job->space->nshapes ? job->space->nshapes : 1, sizeof *sh->shapes);
@@ -938,6 +943,7 @@ static void shared_free(shared *sh) {
   free(sh->bounds);
   free(sh->cand_id);
   free(sh->keys);
+  free(sh->kernel);
   free(sh->kills);
   free(sh->quarantined);
   free(sh->err);
@@ -978,7 +984,7 @@ int at_tune_start(const at_tune_job *job, at_tune_stats *st, at_tune **out) {
     g->dev = &job->devices[i];
     g->cur_shape = -1;
     g->last_time = at_xcalloc(e->n ? e->n : 1, sizeof *g->last_time);
-    g->cand_slot = at_xcalloc(e->n ? e->n : 1, sizeof *g->cand_slot);
+    g->kernel_slot = at_xcalloc(e->n ? e->n : 1, sizeof *g->kernel_slot);
     forget_modules(g, e->n);
     if (pthread_create(&g->tid, NULL, gpu_main, g) != 0) {
       lock(sh);
@@ -1010,7 +1016,7 @@ int at_tune_finish(at_tune *t, int compile_rc) {
     st->busy_s += t->threads[i].busy_s;
     st->starved_s += t->threads[i].starved_s;
     free(t->threads[i].last_time);
-    free(t->threads[i].cand_slot);
+    free(t->threads[i].kernel_slot);
   }
   free(t->threads);
   char extra[96];

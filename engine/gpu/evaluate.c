@@ -5,10 +5,13 @@
  * leaves the context unusable is `fault` with sticky set, and the worker exits after replying;
  * an output that fails the check is `wrong`. A kernel that never ends is the parent's to catch.
  *
- * The module table: a slot holds one candidate's module from the request that loads it until a
- * later load into the same slot. A load the driver refuses is remembered in its slot, so the
- * candidate's other shapes get the same `resources` answer without loading again. What depends on
- * the shape (the launch geometry, its shared memory and occupancy) is worked out per evaluation. */
+ * The module table: a slot holds one kernel's module from the request that loads it until a later
+ * load into the same slot; every candidate of that kernel (they differ only in launch parameters)
+ * uses it. A load the driver refuses is remembered in its slot, so the kernel's other candidates and
+ * shapes get the same `resources` answer without loading again. A module holds no candidate's
+ * parameters: each evaluation launches with its request's own (family, parameters), and what depends
+ * on them or on the shape (the launch geometry, its shared memory and occupancy, the workspace, the
+ * kernel's arguments) is worked out per evaluation. */
 #include "evaluate.h"
 
 #include <stdio.h>
@@ -24,21 +27,19 @@ enum { MOD_EMPTY, MOD_LOADED, MOD_FAILED };
 
 struct at_module {
   int state;
-  char key[65]; /* the candidate's compile key */
+  char key[65]; /* the kernel's compile key */
   CUmodule mod;
   CUfunction fn;
-  char family[32];
-  char names[AT_MAX_PARAMS][32];
-  const char *name_ptrs[AT_MAX_PARAMS];
-  int64_t values[AT_MAX_PARAMS];
-  at_params params; /* through name_ptrs and values */
   char status[16];  /* MOD_FAILED: the load's outcome, given to every evaluation of the slot */
   char message[512];
 };
 
-/* A module made ready for the current shape. */
+/* A candidate made ready for the current shape: its kernel's module and its own parameters. */
 typedef struct prepared {
   const at_module *m;
+  const char *family;                   /* the request's */
+  const char *name_ptrs[AT_MAX_PARAMS]; /* into the request's parameter names */
+  at_params params;                     /* the request's values, through name_ptrs */
   at_launch launch;
   int occupancy;
 } prepared;
@@ -77,7 +78,7 @@ static int enqueue(void *p, int set, CUstream s) {
   const prepared *pr = lc->p;
   at_kparams kp;
   CUdeviceptr ws = pr->launch.ws_counters ? lc->c->workspace : 0;
-  AT_TRY(lc->c->gop->kernel_params(lc->c->state, set, pr->m->family, &pr->m->params, ws, pr->launch.ws_counters, &kp));
+  AT_TRY(lc->c->gop->kernel_params(lc->c->state, set, pr->family, &pr->params, ws, pr->launch.ws_counters, &kp));
   CU_CHECK(at_launch_kernel(pr->m->fn, &pr->launch, s, &kp));
   return AT_OK;
 }
@@ -110,14 +111,6 @@ static void module_unload(at_module *m) {
 static void module_load(at_eval_ctx *c, at_module *m, const at_eval_req *req, const void *cubin, at_eval_reply *rep) {
   module_unload(m);
   snprintf(m->key, sizeof m->key, "%s", req->key);
-  snprintf(m->family, sizeof m->family, "%s", req->family);
-  int np = req->nparams < 0 ? 0 : req->nparams > AT_MAX_PARAMS ? AT_MAX_PARAMS : req->nparams;
-  for (int i = 0; i < np; i++) {
-    snprintf(m->names[i], sizeof m->names[i], "%s", req->param_names[i]);
-    m->name_ptrs[i] = m->names[i];
-    m->values[i] = req->param_values[i];
-  }
-  m->params = (at_params){m->name_ptrs, m->values, (size_t)np};
   double t0 = at_now_s();
   CUresult r = at_cu->ModuleLoadData(&m->mod, cubin);
   const char *what = "cuModuleLoadData";
@@ -154,7 +147,7 @@ static int module_for(at_eval_ctx *c, const at_eval_req *req, const void *cubin,
     if (m->state != MOD_LOADED) return AT_OK;
   }
   if (m->state == MOD_EMPTY || strcmp(m->key, req->key) != 0)
-    return at_fail(AT_ERR_RUNTIME, "module slot %d does not hold candidate %.16s (the parent's table is wrong)",
+    return at_fail(AT_ERR_RUNTIME, "module slot %d does not hold kernel %.16s (the parent's table is wrong)",
                    (int)req->slot, req->key);
   if (m->state == MOD_FAILED) {
     snprintf(rep->status, sizeof rep->status, "%s", m->status);
@@ -165,12 +158,17 @@ static int module_for(at_eval_ctx *c, const at_eval_req *req, const void *cubin,
   return AT_OK;
 }
 
-/* The launch of m on the current shape, its shared memory allowed and its occupancy known.
- * Returns 1 when it can run; otherwise rep says why. */
-static int prepare(at_eval_ctx *c, const at_module *m, prepared *p, at_eval_reply *rep) {
+/* The launch of req's candidate (module m) on the current shape, its shared memory allowed and its
+ * occupancy known. p keeps pointers into req, which must outlive it. Returns 1 when it can run;
+ * otherwise rep says why. */
+static int prepare(at_eval_ctx *c, const at_module *m, const at_eval_req *req, prepared *p, at_eval_reply *rep) {
   memset(p, 0, sizeof *p);
   p->m = m;
-  if (c->op->launch(m->family, &m->params, &c->shape, c->g->info.sm_count, &p->launch)) {
+  p->family = req->family;
+  int np = req->nparams < 0 ? 0 : req->nparams > AT_MAX_PARAMS ? AT_MAX_PARAMS : req->nparams;
+  for (int i = 0; i < np; i++) p->name_ptrs[i] = req->param_names[i];
+  p->params = (at_params){p->name_ptrs, req->param_values, (size_t)np};
+  if (c->op->launch(p->family, &p->params, &c->shape, c->g->info.sm_count, &p->launch)) {
     set_status(rep, "resources", 0, "no launch for this shape: %s", at_errmsg());
     return 0;
   }
@@ -275,7 +273,7 @@ int at_evaluate(at_eval_ctx *c, const at_eval_req *req, const void *cubin, size_
   if (!m) return AT_OK;
   double t0 = at_now_s();
   prepared p;
-  int ready = prepare(c, m, &p, rep);
+  int ready = prepare(c, m, req, &p, rep);
   if (ready) {
     rep->occupancy = p.occupancy;
     if (ensure_workspace(c, p.launch.ws_counters, p.launch.ws_partial_bytes)) {
@@ -312,7 +310,7 @@ static int retime_prepare(at_eval_ctx *c, int n, const at_eval_req *reqs, const 
   for (int i = 0; i < n && *alive; i++) {
     at_module *m;
     AT_TRY(module_for(c, &reqs[i], cubins[i], sizes[i], &m, &reps[i]));
-    if (m && prepare(c, m, &p[i], &reps[i]))
+    if (m && prepare(c, m, &reqs[i], &p[i], &reps[i]))
       usable[i] = 1;
     else
       *alive = !reps[i].sticky;

@@ -13,6 +13,8 @@
 
 static const char *const FAMILIES[] = {"mma", "sm90", NULL};
 static const char *const DERIVED[] = {"threads", "smem_bytes", NULL};
+/* Both families read these from args (group_m, split_k) when instantiated with 0 for them. */
+static const char *const LAUNCH_PARAMS[] = {"GROUP_M", "SPLIT_K", NULL};
 
 /* What each family's template accepts: its parameters with their ranges (the rest of its rules are
  * static_asserts, reported as compile errors, or constraints of the space). The bounds also keep
@@ -194,6 +196,7 @@ const at_op at_op_gemm_a8w8_blockscale = {
                 "\"STAGES\":3,\"WARPS_M\":2,\"WARPS_N\":2}"},
     .families = FAMILIES,
     .derived = DERIVED,
+    .launch_params = LAUNCH_PARAMS,
     .derive = derive,
     .check_param = check_param,
     .family_unsupported = family_unsupported,

@@ -11,8 +11,11 @@
  *  - An entry's kernel per distinct config (its buckets and M_LEQ entries map to kernel slots) is
  *    an atomic pointer, set once under the mutex on first launch. Choosing the entry for M reads
  *    the entry's immutable config set only (at_config_for_m: a short loop, no lock, no allocation).
- *    Kernels, failed ones included, are kept in a registry by (context, instantiation): a DB reload
- *    recompiles nothing, and a config that cannot compile fails fast after its first try.
+ *    Kernels, failed ones included, are kept in a registry by (context, config): a DB reload
+ *    recompiles nothing, and a config that cannot compile fails fast after its first try. Configs
+ *    that differ only in launch parameters (SPLIT_K, GROUP_M when the entry leaves them out) have
+ *    one instantiation: each is an entry of its own, with its own launch rule and kernel arguments,
+ *    sharing the one module loaded for the first of them in the context.
  *  - With a DB, a watcher thread stat()s the DB and its WAL once a second; on a change it looks
  *    every entry up again and publishes one new table, reusing the entries whose answer did not
  *    change. The launch path never does SQL, I/O, or a clock read.
@@ -51,9 +54,10 @@ typedef struct rt_kernel {
   CUcontext ctx;
   char *name_expr;
   at_config cfg;
-  CUmodule mod;
+  CUmodule mod;      /* NULL when it shares another entry's (owns_module 0) */
   CUfunction fn;
-  at_a8w8_plan plan; /* the family's launch protocol */
+  int owns_module;   /* mod was loaded for this entry; others of the same instantiation borrow fn */
+  at_a8w8_plan plan; /* the family's launch protocol, from this config's parameters */
   int sm_count;      /* of the context's device: persistent grids are sized by it */
   char *error; /* set when it cannot be compiled or loaded: every launch fails with this */
   struct rt_kernel *next;
@@ -398,7 +402,7 @@ void at_runtime_close(at_runtime *rt) {
   free(rt->entries);
   for (rt_kernel *k = rt->kernels; k;) {
     rt_kernel *next = k->next;
-    if (k->mod && at_cu) at_cu->ModuleUnload(k->mod);
+    if (k->mod && k->owns_module && at_cu) at_cu->ModuleUnload(k->mod);
     free(k->name_expr);
     free(k->error);
     free(k);
@@ -482,17 +486,70 @@ static void kernel_error(rt_kernel *k, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   k->error = at_xstrdup(msg);
-  if (k->mod) at_cu->ModuleUnload(k->mod);
+  if (k->mod && k->owns_module) at_cu->ModuleUnload(k->mod);
   k->mod = NULL;
   k->fn = NULL;
 }
 
+/* Do two configs launch alike: one instantiation of one template, the same family and the same
+ * parameter values (launch parameters included)? */
+static int same_launch(const at_config *a, const at_config *b) {
+  if (strcmp(a->template_name, b->template_name) != 0 || strcmp(a->family, b->family) != 0 || a->nparams != b->nparams)
+    return 0;
+  for (int i = 0; i < a->nparams; i++)
+    if (strcmp(a->names[i], b->names[i]) != 0 || a->values[i] != b->values[i]) return 0;
+  return 1;
+}
+
+/* The module and function of name_expr from template_name, loaded on the current context (ctx) into
+ * k; borrowed from another entry of the registry that loaded it already. On failure k->error says
+ * why. */
+static void load_module(at_runtime *rt, CUcontext ctx, rt_kernel *k, const char *arch) {
+  for (rt_kernel *o = rt->kernels; o; o = o->next)
+    if (o != k && o->ctx == ctx && o->fn && strcmp(o->name_expr, k->name_expr) == 0 &&
+        strcmp(o->cfg.template_name, k->cfg.template_name) == 0) {
+      k->mod = o->mod;
+      k->fn = o->fn;
+      return;
+    }
+  char *path = at_path_join(rt->templates_dir, k->cfg.template_name);
+  at_jit_source *src = NULL;
+  int rc = at_jit_source_load(path, rt->templates_dir, &src);
+  free(path);
+  if (rc) {
+    kernel_error(k, "%s", at_errmsg());
+    return;
+  }
+  at_jit_options o = {arch, 0};
+  at_jit_result r;
+  rc = at_jit_compile(src, k->name_expr, &o, rt->cache_dir, &r);
+  at_jit_source_free(src);
+  if (rc) {
+    kernel_error(k, "compiling %s: %s", k->name_expr, at_errmsg());
+    return;
+  }
+  if (!r.ok) {
+    char *line = at_jit_first_error(r.log);
+    kernel_error(k, "%s does not compile for %s: %s", k->name_expr, arch, line);
+    free(line);
+    at_jit_result_free(&r);
+    return;
+  }
+  CUresult cr = at_cu->ModuleLoadData(&k->mod, r.cubin);
+  k->owns_module = cr == CUDA_SUCCESS;
+  if (cr == CUDA_SUCCESS) cr = at_cu->ModuleGetFunction(&k->fn, k->mod, r.lowered_name);
+  at_jit_result_free(&r);
+  if (cr != CUDA_SUCCESS) kernel_error(k, "loading %s: %s", k->name_expr, at_cu_error_name(cr));
+}
+
 /* The kernel of a config on the current context: from the registry, or compiled (through the
- * shared cache) and loaded now. A failure is kept too, so that it is not retried on every call. */
+ * shared cache) and loaded now. A failure is kept too, so that it is not retried on every call.
+ * An entry is per config, so that configs of one instantiation that differ in launch parameters
+ * each launch with their own; they share the module (load_module). */
 static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, const at_config *cfg,
                               const char *name_expr) {
   for (rt_kernel *k = rt->kernels; k; k = k->next)
-    if (k->ctx == ctx && strcmp(k->name_expr, name_expr) == 0) return k;
+    if (k->ctx == ctx && strcmp(k->name_expr, name_expr) == 0 && same_launch(&k->cfg, cfg)) return k;
   static _Atomic uint64_t next_serial = 1;
   rt_kernel *k = at_xcalloc(1, sizeof *k);
   k->serial = atomic_fetch_add(&next_serial, 1);
@@ -510,33 +567,16 @@ static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, co
   at_cu->DeviceGetAttribute(&k->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
   char arch[16];
   at_arch_for_cc(major * 10 + minor, arch);
-  char *path = at_path_join(rt->templates_dir, cfg->template_name);
-  at_jit_source *src = NULL;
-  int rc = at_jit_source_load(path, rt->templates_dir, &src);
-  free(path);
-  if (rc) return kernel_error(k, "%s", at_errmsg()), k;
-  at_jit_options o = {arch, 0};
-  at_jit_result r;
-  rc = at_jit_compile(src, name_expr, &o, rt->cache_dir, &r);
-  at_jit_source_free(src);
-  if (rc) return kernel_error(k, "compiling %s: %s", name_expr, at_errmsg()), k;
-  if (!r.ok) {
-    char *line = at_jit_first_error(r.log);
-    kernel_error(k, "%s does not compile for %s: %s", name_expr, arch, line);
-    free(line);
-    at_jit_result_free(&r);
-    return k;
-  }
-  CUresult cr = at_cu->ModuleLoadData(&k->mod, r.cubin);
-  if (cr == CUDA_SUCCESS) cr = at_cu->ModuleGetFunction(&k->fn, k->mod, r.lowered_name);
-  at_jit_result_free(&r);
-  /* The dynamic shared memory the family's launch rule asks for, allowed once here. */
+  load_module(rt, ctx, k, arch);
+  if (k->error) return k;
+  /* This config's launch protocol, and the dynamic shared memory its launch rule asks for, allowed
+   * here (a module shared with another config gets the same value: it depends on the instantiation). */
   int64_t derived[8] = {0};
   const char *names[AT_MAX_PARAMS];
   at_params p = at_config_params(cfg, names);
-  if (cr == CUDA_SUCCESS && at_a8w8_plan_of(cfg->family, &p, &k->plan) != AT_OK)
-    return kernel_error(k, "%s", at_errmsg()), k;
-  if (cr == CUDA_SUCCESS && op->derive(cfg->family, &p, derived) == AT_OK) {
+  if (at_a8w8_plan_of(cfg->family, &p, &k->plan) != AT_OK) return kernel_error(k, "%s", at_errmsg()), k;
+  CUresult cr = CUDA_SUCCESS;
+  if (op->derive(cfg->family, &p, derived) == AT_OK) {
     at_params d = {op->derived, derived, at_op_count_derived(op)};
     int64_t smem = at_params_get(&d, "smem_bytes", 0);
     if (smem > 48 * 1024) cr = at_cu->FuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);

@@ -121,6 +121,66 @@ static void bad_corpus(void) {
   free(dir), free(db);
 }
 
+static int64_t count(const char *db, const char *sql) {
+  at_store *s;
+  int64_t v = -1;
+  if (at_store_open_readonly(db, &s) == AT_OK) {
+    at_store_query_int(s, sql, &v);
+    at_store_close(s);
+  }
+  return v;
+}
+
+/* The keys of a compile cache's entries (DIR/xx/KEY.cubin) as an SQL list ('KEY','KEY',...; '' for
+ * none); *n gets their number. */
+static char *cache_keys(const char *dir, int *n) {
+  at_buf b = {0};
+  *n = 0;
+  DIR *top = opendir(dir);
+  for (struct dirent *d; top && (d = readdir(top));) {
+    if (d->d_name[0] == '.') continue;
+    char *sub = at_path_join(dir, d->d_name);
+    DIR *in = opendir(sub);
+    for (struct dirent *f; in && (f = readdir(in));) {
+      size_t len = strlen(f->d_name);
+      if (len != 64 + 6 || strcmp(f->d_name + 64, ".cubin") != 0) continue;
+      at_buf_printf(&b, "%s'%.64s'", *n ? "," : "", f->d_name);
+      ++*n;
+    }
+    if (in) closedir(in);
+    free(sub);
+  }
+  if (top) closedir(top);
+  if (!*n) at_buf_puts(&b, "''");
+  return at_buf_steal(&b);
+}
+
+/* The rows of db's candidates whose key names an entry of the compile cache dir. */
+static int64_t rows_named_in_cache(const char *db, const char *dir, int *entries) {
+  char *keys = cache_keys(dir, entries);
+  char *sql = at_xasprintf("SELECT count(*) FROM candidates WHERE compile_key IN (%s)", keys);
+  int64_t n = count(db, sql);
+  free(sql), free(keys);
+  return n;
+}
+
+/* A compile-only run of space into db (with --fresh when fresh); its summary (json) must show the
+ * counts want: kernels, compiled, compiled_now, cache_hits, db_hits, in that order (-1: not checked). */
+static void compile_run(const char *db, const char *json, const char *space, int fresh, const long long want[5]) {
+  static const char *const KEYS[5] = {"kernels", "compiled", "compiled_now", "cache_hits", "db_hits"};
+  /* (--compile-only given twice when not fresh: the argument list keeps its length) */
+  CHECK_EQ_INT(RUN("--compile-only", fresh ? "--fresh" : "--compile-only", "--arch", "sm_90a", "--db", db,
+                   "--summary-json", json, space),
+               0);
+  char *j = slurp(json);
+  for (int i = 0; i < 5; i++)
+    if (want[i] >= 0) {
+      if (json_int(j, KEYS[i]) != want[i]) fprintf(stderr, "  %s: want %lld\n", KEYS[i], want[i]);
+      CHECK_EQ_INT(json_int(j, KEYS[i]), want[i]);
+    }
+  free(j);
+}
+
 static void compile_only_and_rerun(void) {
   char *db = at_path_join(TMP, "t.db"), *json = at_path_join(TMP, "s.json");
   char *space = at_path_join(DATA, "spaces/tiny.yaml");
@@ -134,37 +194,25 @@ static void compile_only_and_rerun(void) {
   CHECK_EQ_INT(json_int(j, "compiled"), 18);
   CHECK_EQ_INT(json_int(j, "compile_failed"), 0);
   CHECK_EQ_INT(json_int(j, "cache_hits"), 0);
+  CHECK_EQ_INT(json_int(j, "kernels"), 18);
   CHECK(json_num(j, "seconds") > 0);
   free(j);
+  /* Without launch parameters a candidate's key is its kernel's compile key, the cache entry's
+   * name: the identity DBs and caches had before launch parameters. */
+  int entries = 0;
+  CHECK_EQ_INT(rows_named_in_cache(db, getenv("AUTOTUNE_CACHE"), &entries), 18);
+  CHECK(entries >= 18);
   /* The rerun finds everything in the DB: no compile work, a fraction of the time. */
   t0 = now();
-  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--summary-json", json, space), 0);
+  compile_run(db, json, space, 0, (const long long[5]){18, 18, 0, -1, 18});
   double second = now() - t0;
-  j = slurp(json);
-  CHECK_EQ_INT(json_int(j, "compiled"), 18);
-  CHECK_EQ_INT(json_int(j, "compiled_now"), 0);
-  CHECK_EQ_INT(json_int(j, "db_hits"), 18);
-  free(j);
   fprintf(stderr, "compile-only: first run %.2f s, rerun %.2f s\n", first, second);
   CHECK(second < first / 10);
   /* --fresh ignores the DB but the compile cache still answers. */
-  CHECK_EQ_INT(RUN("--compile-only", "--fresh", "--arch", "sm_90a", "--db", db, "--summary-json", json, space), 0);
-  j = slurp(json);
-  CHECK_EQ_INT(json_int(j, "cache_hits"), 18);
-  CHECK_EQ_INT(json_int(j, "compiled_now"), 0);
-  free(j);
+  compile_run(db, json, space, 1, (const long long[5]){18, 18, 0, 18, -1});
   free(db), free(json), free(space);
 }
 
-static int64_t count(const char *db, const char *sql) {
-  at_store *s;
-  int64_t v = -1;
-  if (at_store_open_readonly(db, &s) == AT_OK) {
-    at_store_query_int(s, sql, &v);
-    at_store_close(s);
-  }
-  return v;
-}
 
 static void killed_and_resumed(void) {
   char *db = at_path_join(TMP, "k.db"), *json = at_path_join(TMP, "k.json");
@@ -197,6 +245,52 @@ static void killed_and_resumed(void) {
   CHECK_EQ_INT(count(db, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check='ok'"), 1);
   unsetenv("AUTOTUNE_CACHE");
   free(out), free(cache), free(db), free(json), free(space);
+}
+
+/* Launch parameters (test/data/spaces/launch.yaml): 8 candidates that differ in GROUP_M, SPLIT_K
+ * and BLOCK_M compile to 2 kernels, each compiled once (2 cache entries); every candidate has a DB
+ * row of its own, under a key that is not its kernel's; a rerun knows all of them from the DB. */
+static void launch_parameters(void) {
+  char *db = at_path_join(TMP, "launch.db"), *json = at_path_join(TMP, "launch.json");
+  char *space = at_path_join(DATA, "spaces/launch.yaml"), *cache = at_path_join(TMP, "cache-launch");
+  setenv("AUTOTUNE_CACHE", cache, 1);
+  compile_run(db, json, space, 0, (const long long[5]){2, 8, 2, 0, 0});
+  char *o = proc_output(TMP);
+  CHECK_CONTAINS(o, "compile: 8 ok, 0 failed; 8 candidates, 2 kernels: 2 compiled now");
+  CHECK_CONTAINS(o, "2 kernels for 8 candidates: 2 compiled, 0 from cache; 0 failed");
+  free(o);
+  int entries = 0;
+  CHECK_EQ_INT(rows_named_in_cache(db, cache, &entries), 0); /* candidate keys are not kernel keys */
+  CHECK_EQ_INT(entries, 2);                                  /* one compile per kernel */
+  /* A row per candidate, under a key of its own; a kernel's rows share its compile's outcome. */
+  static const struct {
+    const char *what;
+    int64_t want;
+  } ROWS[] = {{"count(*)", 8},
+              {"count(DISTINCT compile_key)", 8},
+              {"count(DISTINCT params)", 8},
+              {"count(DISTINCT name_expr)", 2},
+              {"count(DISTINCT cubin_hash)", 2},
+              {"sum(status = 'ok' AND regs > 0 AND lowered_name <> '')", 8},
+              {"count(DISTINCT name_expr || regs || lowered_name)", 2}};
+  for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++) {
+    char *sql = at_xasprintf("SELECT %s FROM candidates", ROWS[i].what);
+    if (count(db, sql) != ROWS[i].want) fprintf(stderr, "  %s\n", sql);
+    CHECK_EQ_INT(count(db, sql), ROWS[i].want);
+    free(sql);
+  }
+  /* The rerun: everything known from the DB, nothing compiled. */
+  compile_run(db, json, space, 0, (const long long[5]){2, 8, 0, 0, 8});
+  /* --fresh: each kernel once from the cache, every candidate recorded again under the same key. */
+  compile_run(db, json, space, 1, (const long long[5]){2, 8, 0, 2, 0});
+  CHECK_EQ_INT(count(db, "SELECT count(*) FROM candidates"), 8);
+  /* list counts the kernels the same way */
+  CHECK_EQ_INT(RUN("list", "--arch", "sm_90a", space), 0);
+  o = proc_output(TMP);
+  CHECK_CONTAINS(o, "surviving 8, kernels 2");
+  free(o);
+  unsetenv("AUTOTUNE_CACHE");
+  free(db), free(json), free(space), free(cache);
 }
 
 /* ---- hostile input and surroundings ------------------------------------------------------------ */
@@ -416,6 +510,7 @@ int main(int argc, char **argv) {
   bad_corpus();
   compile_only_and_rerun();
   killed_and_resumed();
+  launch_parameters();
   setenv("AUTOTUNE_CACHE", cache, 1);
   fifo_space();
   summary_over_inputs();

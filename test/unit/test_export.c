@@ -253,6 +253,18 @@ static int query(char **text, const char *m, const char *n, const char *k, const
   return rc;
 }
 
+/* The file path (in the configs directory dir) rewritten as text with its first `from` replaced by
+ * `to` (of the same length), then queried for M=3, N=K=1024: the query's output, malloc'd. */
+static char *query_patched(char *text, const char *from, const char *to, const char *path, const char *dir) {
+  char *at = strstr(text, from);
+  CHECK(at != NULL && strlen(from) == strlen(to));
+  if (at) memcpy(at, to, strlen(to));
+  at_write_file_atomic(path, text, strlen(text));
+  char *t;
+  CHECK_EQ_INT(query(&t, "3", "1024", "1024", "--configs", dir, NULL, NULL), 0);
+  return t;
+}
+
 static void expect_bucket(const char *m, const char *n, const char *k, const char *configs, const char *db, const char *bucket,
                           const char *source) {
   char *t;
@@ -335,12 +347,16 @@ static void query_sources(const char *db, const char *dir) {
   CHECK_CONTAINS(t, "\"bucket\": \"small\"");
   CHECK_CONTAINS(t, "\"BLOCK_M\":64");
   free(t);
-  /* A config whose entry misses a parameter is not launched: a warning, and the built-in instead. */
-  char *bad_entry = strstr(j.data, "STAGES, GROUP_M");
-  if (bad_entry) memcpy(bad_entry, "STAGES, 1      ", 15);
-  at_write_file_atomic(odd, j.data, strlen(j.data));
-  CHECK_EQ_INT(query(&t, "3", "1024", "1024", "--configs", odd_dir, NULL, NULL), 0);
-  CHECK_CONTAINS(t, "not a launchable config");
+  /* An entry that leaves out the op's launch parameters (GROUP_M, SPLIT_K as 0) is launchable: the
+   * kernel gets them at launch, from the config's own values. */
+  t = query_patched(j.data, "STAGES, GROUP_M, SPLIT_K", "STAGES, 0      , 0      ", odd, odd_dir);
+  CHECK(strstr(t, "not a launchable config") == NULL);
+  CHECK_CONTAINS(t, "\"source\": \"nk_file\"");
+  CHECK_CONTAINS(t, "\"GROUP_M\":1");
+  free(t);
+  /* A config whose entry misses another parameter is not launched: a warning, and the built-in. */
+  t = query_patched(j.data, "B_HINT>", "1     >", odd, odd_dir);
+  CHECK_CONTAINS(t, "not a launchable config (parameter B_HINT does not appear in its entry");
   CHECK_CONTAINS(t, "\"GROUP_M\":8"); /* the built-in's */
   free(t);
   at_buf_free(&j);

@@ -8,6 +8,7 @@
 
 #include "core/cache.h"
 #include "core/jit.h"
+#include "core/sha256.h"
 #include "core/util.h"
 #include "check.h"
 #include "proc.h"
@@ -145,6 +146,32 @@ int main(void) {
   at_jit_options o89 = {"sm_89", 0};
   at_jit_key(src, GOOD, &o89, k_copy);
   CHECK(strcmp(k_copy, key) != 0);
+
+  /* A candidate's key: its kernel's key without launch parameters; with them, a hash of the
+   * kernel's key and their values, one per set of values, never the kernel's key itself. */
+  {
+    char c0[65], c1[65], c1again[65], c2[65], c89[65];
+    at_cand_key(key, NULL, c0);
+    CHECK(strcmp(c0, key) == 0);
+    at_cand_key(key, "{\"GROUP_M\":1,\"SPLIT_K\":1}", c1);
+    at_cand_key(key, "{\"GROUP_M\":1,\"SPLIT_K\":1}", c1again);
+    at_cand_key(key, "{\"GROUP_M\":1,\"SPLIT_K\":2}", c2);
+    at_cand_key(k_copy, "{\"GROUP_M\":1,\"SPLIT_K\":1}", c89); /* k_copy: the sm_89 kernel */
+    CHECK_EQ_INT(strlen(c1), 64);
+    CHECK(strcmp(c1, c1again) == 0);
+    CHECK(strcmp(c1, key) != 0);
+    CHECK(strcmp(c1, c2) != 0);
+    CHECK(strcmp(c1, c89) != 0);
+    /* the format, spelled out: SHA-256 over NUL-terminated fields */
+    char want[65];
+    at_sha256 sh;
+    at_sha256_init(&sh);
+    at_sha256_field(&sh, "autotune-cand-1");
+    at_sha256_field(&sh, key);
+    at_sha256_field(&sh, "{\"GROUP_M\":1,\"SPLIT_K\":1}");
+    at_sha256_final_hex(&sh, want);
+    CHECK(strcmp(c1, want) == 0);
+  }
 
   /* A missing include is an input error naming it. */
   char *lonely = at_path_join(tmp, "lonely.cuh");

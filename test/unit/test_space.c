@@ -21,6 +21,8 @@
 #include "core/yamltree.h"
 
 #define ENTRY "gemm_a8w8_blockscale_mma<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES, GROUP_M, SPLIT_K, B_HINT>"
+/* The shipped space's: GROUP_M and SPLIT_K are launch parameters, the kernel is instantiated with 0. */
+#define SHIPPED_ENTRY "gemm_a8w8_blockscale_mma<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES, 0, 0, B_HINT>"
 
 static const char *env(const char *name) {
   const char *v = getenv(name);
@@ -215,8 +217,16 @@ static void test_shipped_space(void) {
     CHECK(strcmp(v->family, "mma") == 0);
     CHECK(strcmp(v->template_arg, "../templates/gemm_a8w8_blockscale_mma.cuh") == 0);
     CHECK(at_file_exists(v->template_path));
-    CHECK(strcmp(v->entry, ENTRY) == 0);
+    CHECK(strcmp(v->entry, SHIPPED_ENTRY) == 0);
     CHECK_EQ_INT(v->line, 15);
+    /* Every variant leaves GROUP_M and SPLIT_K to the launch, and only them. */
+    for (size_t i = 0; i < s->nvariants; i++) {
+      const at_variant *w = &s->variants[i];
+      CHECK_EQ_INT(w->nlaunch, 2);
+      for (size_t j = 0; j < w->nparams; j++)
+        CHECK_EQ_INT(w->params[j].launch,
+                     strcmp(w->params[j].name, "GROUP_M") == 0 || strcmp(w->params[j].name, "SPLIT_K") == 0);
+    }
     check_shipped_params(v);
     check_shipped_constraints(v);
   }
@@ -233,6 +243,17 @@ static void test_shipped_space(void) {
     CHECK(e->n > 0 && (int64_t)e->n < e->total);
     CHECK_EQ_INT(e->nshapes, 40);
     CHECK_EQ_INT(at_enum_pruned_total(e) + (int64_t)e->n, e->total);
+    /* Each candidate's launch parameters, alone, and a kernel name without them. */
+    for (size_t i = 0; i < e->n; i++) {
+      const at_cand *c = &e->c[i];
+      const at_variant *w = &s->variants[c->variant];
+      at_params p = {w->names, c->table, w->nparams};
+      char *want = at_xasprintf("{\"GROUP_M\":%lld,\"SPLIT_K\":%lld}", (long long)at_params_get(&p, "GROUP_M", -1),
+                                (long long)at_params_get(&p, "SPLIT_K", -1));
+      CHECK(c->launch_json && strcmp(c->launch_json, want) == 0);
+      CHECK(strstr(c->name_expr, ", 0, 0, ") != NULL);
+      free(want);
+    }
   }
   at_enum_free(e);
   at_space_free(s);
@@ -247,7 +268,7 @@ static void test_name_expr(void) {
   if (at_space_load(path, &s) == AT_OK && s->nvariants >= 1 && s->variants[0].nparams == 9) {
     static const int64_t values[] = {16, 32, 128, 1, 2, 3, 8, 2, 1};
     char *name = at_variant_name_expr(&s->variants[0], values);
-    CHECK(strcmp(name, "gemm_a8w8_blockscale_mma<16, 32, 128, 1, 2, 3, 8, 2, 1>") == 0);
+    CHECK(strcmp(name, "gemm_a8w8_blockscale_mma<16, 32, 128, 1, 2, 3, 0, 0, 1>") == 0); /* GROUP_M, SPLIT_K: at launch */
     free(name);
   } else {
     CHECK(!"the shipped space loads");
