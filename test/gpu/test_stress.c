@@ -7,8 +7,11 @@
  *   - each thread then captures two launches in CUDA graphs on a stream the library has never
  *     seen, replays both graphs at once on two other streams, launches eagerly on one of them,
  *     and replays again;
- *   - finally, in global capture mode as PyTorch captures, a split-K shape warmed up on one stream
- *     is captured on a new one and replayed.
+ *   - in global capture mode as PyTorch captures, a split-K shape warmed up on one stream is
+ *     captured on a new one and replayed;
+ *   - finally, inputs with blocks quantized from zeros (values and scale zero, in the first k-block
+ *     and later ones, of A rows and of B blocks) on shapes whose tuned config rescales in place
+ *     (sm90 RESCALE, whose units skip zero scales).
  * Every output is poisoned with NaN before every call and every element is checked against a
  * cuBLAS FP32 reference of the same inputs. The sequence is drawn from a seed ($AT_STRESS_SEED, or
  * the clock), which every failure message carries.
@@ -104,7 +107,38 @@ static float *to_host_f32(CUdeviceptr p, size_t count) {
   return h;
 }
 
-static void make_problem(problem *p, int64_t m, int64_t n, int64_t k, uint64_t seed) {
+/* Blocks quantized from zeros: their values and their scale are zero. A rows r = 3 (mod 7) at
+ * k-blocks 1, 4, 7, ... and rows r = 5 (mod 7) at k-block 0; B's 128 x 128 blocks (nb, g) with
+ * nb + g = 2 (mod 4), and block (0, 0). */
+static void plant_zero_blocks(problem *p) {
+  const int M = (int)p->m, N = (int)p->n, K = (int)p->k, G_ = K / 128, NB = (N + 127) / 128;
+  unsigned char *a = at_xmalloc((size_t)M * K), *b = at_xmalloc((size_t)N * K);
+  float *as = at_xmalloc((size_t)M * G_ * 4), *bs = at_xmalloc((size_t)NB * G_ * 4);
+  CUX(at_cu->StreamSynchronize(G.stream));
+  CUX(at_cu->MemcpyDtoH(a, p->a, (size_t)M * K));
+  CUX(at_cu->MemcpyDtoH(as, p->as, (size_t)M * G_ * 4));
+  CUX(at_cu->MemcpyDtoH(b, p->b, (size_t)N * K));
+  CUX(at_cu->MemcpyDtoH(bs, p->bs, (size_t)NB * G_ * 4));
+  for (int r = 0; r < M; r++)
+    for (int g = 0; g < G_; g++)
+      if ((r % 7 == 3 && g % 3 == 1) || (r % 7 == 5 && g == 0)) {
+        memset(a + (size_t)r * K + (size_t)g * 128, 0, 128);
+        as[(size_t)r * G_ + g] = 0.f;
+      }
+  for (int nb = 0; nb < NB; nb++)
+    for (int g = 0; g < G_; g++)
+      if ((nb + g) % 4 == 2 || (nb == 0 && g == 0)) {
+        for (int r = nb * 128; r < N && r < nb * 128 + 128; r++) memset(b + (size_t)r * K + (size_t)g * 128, 0, 128);
+        bs[(size_t)nb * G_ + g] = 0.f;
+      }
+  CUX(at_cu->MemcpyHtoD(p->a, a, (size_t)M * K));
+  CUX(at_cu->MemcpyHtoD(p->as, as, (size_t)M * G_ * 4));
+  CUX(at_cu->MemcpyHtoD(p->b, b, (size_t)N * K));
+  CUX(at_cu->MemcpyHtoD(p->bs, bs, (size_t)NB * G_ * 4));
+  free(a), free(b), free(as), free(bs);
+}
+
+static void make_problem(problem *p, int64_t m, int64_t n, int64_t k, uint64_t seed, int zero_blocks) {
   *p = (problem){m, n, k, 0, 0, 0, 0, NULL, NULL, 0};
   int M = (int)m, N = (int)n, K = (int)k, G_ = K / 128, NB = (N + 127) / 128;
   CUX(at_cu->MemAlloc(&p->a, (size_t)M * K));
@@ -116,6 +150,7 @@ static void make_problem(problem *p, int64_t m, int64_t n, int64_t k, uint64_t s
   CUX(at_cu->LaunchKernel(f_gen_a, (unsigned)(((int64_t)M * G_ * 32 + 255) / 256), 1, 1, 256, 1, 1, 0, G.stream, ga, NULL));
   void *gb[] = {&p->b, &p->bs, &N, &K, &sb};
   CUX(at_cu->LaunchKernel(f_gen_b, (unsigned)(NB * G_), 1, 1, 256, 1, 1, 0, G.stream, gb, NULL));
+  if (zero_blocks) plant_zero_blocks(p);
   CUdeviceptr af, bf, c;
   CUX(at_cu->MemAlloc(&af, (size_t)M * K * 4));
   CUX(at_cu->MemAlloc(&bf, (size_t)N * K * 4));
@@ -366,6 +401,33 @@ static void global_capture(void) {
   free(host);
 }
 
+/* Blocks quantized from zeros, on shapes the committed configs give to RESCALE kernels (and one
+ * small M for the other kind): every element checked as everywhere else. */
+static void zero_scale_blocks(void) {
+  static const int64_t S[][3] = {{4096, 4096, 4096}, {2048, 6144, 4096}, {4096, 1024, 3072}, {64, 4096, 4096}};
+  int rescaled = 0;
+  for (int i = 0; i < 4; i++) {
+    problem p;
+    make_problem(&p, S[i][0], S[i][1], S[i][2], SEED + 77 * (uint64_t)i, 1);
+    at_selection sel;
+    if (at_runtime_select(RT, "gemm_a8w8_blockscale", p.m, p.n, p.k, NULL, &sel) == AT_STATUS_OK &&
+        strstr(sel.params, "\"RESCALE\":1"))
+      rescaled++;
+    CUdeviceptr out;
+    unsigned short *host = at_xmalloc((size_t)(p.m * p.n) * 2);
+    CUX(at_cu->MemAlloc(&out, (size_t)(p.m * p.n) * 2));
+    if (gemm(&p, out, NULL, "zero-scale blocks", i) == AT_STATUS_OK) {
+      CUX(at_cu->StreamSynchronize(NULL));
+      check_output(&p, out, host, "zero-scale blocks", i);
+    }
+    at_cu->MemFree(out), free(host);
+    at_cu->MemFree(p.a), at_cu->MemFree(p.as), at_cu->MemFree(p.b), at_cu->MemFree(p.bs);
+    free(p.ref), free(p.absref);
+  }
+  fprintf(stderr, "stress: zero-scale blocks on 4 shapes, %d of them through RESCALE kernels\n", rescaled);
+  CHECK(rescaled >= 2); /* the committed configs rescale at M >= 2048 on these (N, K) */
+}
+
 int main(void) {
   if (at_gpu_open(0, &G) != AT_OK) check_skip(at_errmsg());
   const char *env_seed = getenv("AT_STRESS_SEED");
@@ -408,7 +470,7 @@ int main(void) {
    * file tunes, so that every sequence has some. */
   static const int64_t FIXED[][3] = {{256, 1024, 2048}, {64, 1024, 3072}, {256, 1024, 3072}, {4096, 2048, 2048},
                                      {100, 1536, 1536}, {7, 512, 4096}};
-  for (int i = 0; i < 6; i++, NP++) make_problem(&P[NP], FIXED[i][0], FIXED[i][1], FIXED[i][2], next_rand(&rng));
+  for (int i = 0; i < 6; i++, NP++) make_problem(&P[NP], FIXED[i][0], FIXED[i][1], FIXED[i][2], next_rand(&rng), 0);
   big = 1;
   while (NP < MAX_PROBLEMS) {
     int64_t m = MS[next_rand(&rng) % (sizeof MS / sizeof MS[0])];
@@ -416,7 +478,7 @@ int main(void) {
     if (nk[0] == 2560 && G.info.cc != 90) continue; /* the sm90 file is written for sm_90 GPUs only */
     if (m >= 2048 && big >= 3) continue;
     big += m >= 2048;
-    make_problem(&P[NP++], m, nk[0], nk[1], next_rand(&rng));
+    make_problem(&P[NP++], m, nk[0], nk[1], next_rand(&rng), 0);
   }
 
   /* The reported sequence, on the default stream, in order. */
@@ -447,6 +509,7 @@ int main(void) {
   for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, thread_main, &w[i]);
   for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
   global_capture();
+  zero_scale_blocks();
 
   fprintf(stderr, "stress: %d eager calls (%d split-K, %d on untuned (N, K)) in %d threads, %d graphs, %d problems\n",
           calls_total, calls_split, calls_untuned, THREADS, 2 * THREADS + 1, NP);
