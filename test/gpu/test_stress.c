@@ -3,7 +3,9 @@
  *   - THREADS threads, each with its own streams, make CALLS calls in bursts of one to three
  *     launches without a sync in between, on shapes drawn at random from a pool (M from 1 to 4096;
  *     the shipped (N, K), which the committed configs tune, two that no file tunes, and two whose
- *     test-made config files split K in most buckets, one with each template family);
+ *     test-made config files split K in most buckets, one with each template family (the mma file
+ *     leaves GROUP_M and SPLIT_K to the launch: buckets that share an instantiation each launch
+ *     with their own SPLIT_K, checked on M = 64 and 128 one after the other);
  *   - each thread then captures two launches in CUDA graphs on a stream the library has never
  *     seen, replays both graphs at once on two other streams, launches eagerly on one of them,
  *     and replays again;
@@ -342,9 +344,11 @@ static void write_configs(const char *dir, int n, int k, const char *const entri
   free(path);
 }
 
+/* mma entries leave GROUP_M and SPLIT_K to the launch (as the shipped spaces do): the buckets of one
+ * BLOCK_M share one instantiation, each with its own SPLIT_K (the runtime's entries per config). */
 #define MMA_ENTRY(bm, split)                                                                                           \
   "\"variant\": \"mma\", \"family\": \"mma\", \"template\": \"gemm_a8w8_blockscale_mma.cuh\", \"entry\": "                   \
-  "\"gemm_a8w8_blockscale_mma<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES, GROUP_M, SPLIT_K, B_HINT>\", "      \
+  "\"gemm_a8w8_blockscale_mma<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES, 0, 0, B_HINT>\", "                  \
   "\"params\": {\"BLOCK_K\":128,\"BLOCK_M\":" #bm ",\"BLOCK_N\":64,\"B_HINT\":0,\"GROUP_M\":1,\"SPLIT_K\":" #split        \
   ",\"STAGES\":3,\"WARPS_M\":1,\"WARPS_N\":2}"
 /* sm90 entries with clusters (cm x cn CTAs) and kp k-blocks in flight: split-K counters are then
@@ -469,8 +473,8 @@ int main(void) {
    * 256x1024x3072 in that order on one stream; then one with many tiles, and two (N, K) that no
    * file tunes, so that every sequence has some. */
   static const int64_t FIXED[][3] = {{256, 1024, 2048}, {64, 1024, 3072}, {256, 1024, 3072}, {4096, 2048, 2048},
-                                     {100, 1536, 1536}, {7, 512, 4096}};
-  for (int i = 0; i < 6; i++, NP++) make_problem(&P[NP], FIXED[i][0], FIXED[i][1], FIXED[i][2], next_rand(&rng), 0);
+                                     {100, 1536, 1536}, {7, 512, 4096}, {64, 2048, 2048}, {128, 2048, 2048}};
+  for (int i = 0; i < 8; i++, NP++) make_problem(&P[NP], FIXED[i][0], FIXED[i][1], FIXED[i][2], next_rand(&rng), 0);
   big = 1;
   while (NP < MAX_PROBLEMS) {
     int64_t m = MS[next_rand(&rng) % (sizeof MS / sizeof MS[0])];
@@ -492,6 +496,18 @@ int main(void) {
         check_output(&P[i], out, host, "reported sequence", i);
       }
     }
+    /* Two buckets of one mma instantiation that differ in SPLIT_K (a launch parameter): each must
+     * launch with its own, one after the other on one stream. */
+    at_selection s64, s128;
+    CHECK(at_runtime_select(RT, "gemm_a8w8_blockscale", 64, 2048, 2048, NULL, &s64) == AT_STATUS_OK &&
+          at_runtime_select(RT, "gemm_a8w8_blockscale", 128, 2048, 2048, NULL, &s128) == AT_STATUS_OK &&
+          strcmp(s64.kernel, s128.kernel) == 0 && strstr(s64.params, "\"SPLIT_K\":2,") &&
+          strstr(s128.params, "\"SPLIT_K\":4,"));
+    for (int i = 6; i < 8; i++)
+      if (gemm(&P[i], out, NULL, "one instantiation, two splits", i) == AT_STATUS_OK) {
+        CUX(at_cu->StreamSynchronize(NULL));
+        check_output(&P[i], out, host, "one instantiation, two splits", i);
+      }
     at_cu->MemFree(out);
     free(host);
   }
