@@ -40,9 +40,27 @@ int64_t at_shard_pair_cost(const at_space *s, const at_shape *sh) {
 
 typedef struct unit {
   int64_t cost;
-  size_t cand;
-  size_t shape; /* SIZE_MAX: every kept shape of the candidate */
+  size_t cand;  /* the candidate, or the first of the kernel's */
+  size_t shape; /* SIZE_MAX: every kept shape of the candidate (or kernel) */
+  size_t kernel; /* SIZE_MAX: the candidate alone; else every candidate of this kernel */
 } unit;
+
+/* A candidate's kernel: its template and instantiation. Candidates of one kernel differ only in
+ * launch parameters, and one compile serves them all. */
+typedef struct kref {
+  const char *tpl, *name;
+  size_t cand;
+} kref;
+
+static int same_kernel(const kref *x, const kref *y) { return strcmp(x->tpl, y->tpl) == 0 && strcmp(x->name, y->name) == 0; }
+
+/* By kernel, then in enumeration order. */
+static int cmp_kref(const void *a, const void *b) {
+  const kref *x = a, *y = b;
+  int c = strcmp(x->tpl, y->tpl);
+  if (!c) c = strcmp(x->name, y->name);
+  return c ? c : (x->cand < y->cand ? -1 : x->cand > y->cand);
+}
 
 /* Largest first; ties in enumeration order, which is the file's order. */
 static int cmp_unit(const void *a, const void *b) {
@@ -90,15 +108,45 @@ void at_shard_plan(const at_space *s, const at_enum *e, int count, int *owner, i
       if (e->shape_ok[i * ns + j]) cand_cost[i] += shape_cost[j], shape_used[j] = 1;
   for (size_t i = 0; i < e->n; i++) total += cand_cost[i];
 
-  /* The units: whole candidates, or the pairs of a candidate too heavy to keep whole. */
+  /* The kernels: the candidates sorted by kernel, kernel k being order[kstart[k] .. kstart[k + 1])
+   * (in enumeration order inside it). */
+  kref *refs = at_xcalloc(e->n ? e->n : 1, sizeof *refs);
+  for (size_t i = 0; i < e->n; i++) refs[i] = (kref){s->variants[e->c[i].variant].template_path, e->c[i].name_expr, i};
+  qsort(refs, e->n, sizeof *refs, cmp_kref);
+  size_t *order = at_xcalloc(e->n ? e->n : 1, sizeof *order), *kstart = at_xcalloc(e->n + 1, sizeof *kstart);
+  size_t nkernels = 0;
+  for (size_t r = 0; r < e->n; r++) {
+    order[r] = refs[r].cand;
+    if (r == 0 || !same_kernel(&refs[r - 1], &refs[r])) kstart[nkernels++] = r;
+  }
+  kstart[nkernels] = e->n;
+  free(refs);
+
+  /* The units: whole kernels, so that a kernel is compiled by one shard; a kernel too heavy to
+   * keep whole is dealt by candidate, and a candidate too heavy for that by shape. */
+  const int64_t whole = total / (4 * (int64_t)(count > 0 ? count : 1));
   size_t nunits = 0, cap = e->n ? e->n : 1;
   unit *u = at_xcalloc(cap, sizeof *u);
-  for (size_t i = 0; i < e->n; i++) {
-    int split = count > 1 && cand_cost[i] > total / (4 * (int64_t)count);
-    for (size_t j = 0; j < (split ? ns : 1); j++) {
-      if (split && !e->shape_ok[i * ns + j]) continue;
+  for (size_t k = 0; k < nkernels; k++) {
+    int64_t kcost = 0;
+    size_t first = SIZE_MAX;
+    for (size_t r = kstart[k]; r < kstart[k + 1]; r++) {
+      kcost += cand_cost[order[r]];
+      if (order[r] < first) first = order[r];
+    }
+    if (count <= 1 || kcost <= whole) {
       if (nunits == cap) u = at_xrealloc(u, sizeof *u * (cap *= 2));
-      u[nunits++] = (unit){split ? shape_cost[j] : cand_cost[i], i, split ? j : SIZE_MAX};
+      u[nunits++] = (unit){kcost, first, SIZE_MAX, k};
+      continue;
+    }
+    for (size_t r = kstart[k]; r < kstart[k + 1]; r++) {
+      size_t i = order[r];
+      int split = cand_cost[i] > whole;
+      for (size_t j = 0; j < (split ? ns : 1); j++) {
+        if (split && !e->shape_ok[i * ns + j]) continue;
+        if (nunits == cap) u = at_xrealloc(u, sizeof *u * (cap *= 2));
+        u[nunits++] = (unit){split ? shape_cost[j] : cand_cost[i], i, split ? j : SIZE_MAX, SIZE_MAX};
+      }
     }
   }
   qsort(u, nunits, sizeof *u, cmp_unit);
@@ -110,13 +158,18 @@ void at_shard_plan(const at_space *s, const at_enum *e, int count, int *owner, i
     int to = h.shard[0];
     h.load[to] += u[k].cost;
     sift_down(&h, 0);
-    for (size_t j = 0; j < ns; j++)
-      if ((u[k].shape == SIZE_MAX || u[k].shape == j) && e->shape_ok[u[k].cand * ns + j]) owner[u[k].cand * ns + j] = to;
+    size_t r0 = u[k].kernel == SIZE_MAX ? 0 : kstart[u[k].kernel], r1 = u[k].kernel == SIZE_MAX ? 1 : kstart[u[k].kernel + 1];
+    for (size_t r = r0; r < r1; r++) {
+      size_t i = u[k].kernel == SIZE_MAX ? u[k].cand : order[r];
+      for (size_t j = 0; j < ns; j++)
+        if ((u[k].shape == SIZE_MAX || u[k].shape == j) && e->shape_ok[i * ns + j]) owner[i * ns + j] = to;
+    }
   }
   for (size_t j = 0; j < ns; j++) shape_owner[j] = shape_used[j] ? 0 : (int)(j % (size_t)count) + 1;
   free(h.shard);
   free(h.load);
   free(u);
+  free(order), free(kstart);
   free(cand_cost);
   free(shape_used);
   free(shape_cost);

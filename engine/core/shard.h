@@ -6,10 +6,11 @@
  * target's limits), never from what a DB holds: the same space and N give the same shards on every
  * node and every re-run, so a shard that is re-run resumes its own work and nobody else's.
  *
- * Balance is by estimated cost, not count (at_shard_pair_cost). Candidates are kept whole where
- * they are small against a shard's share, so that a shard compiles only the candidates it times and
- * a candidate is compiled by one shard alone; a candidate whose pairs weigh more than a quarter of
- * a share (a space of few candidates) is split by shape. Units are dealt largest first to the
+ * Balance is by estimated cost, not count (at_shard_pair_cost). Kernels (the candidates of one
+ * template instantiation, which differ only in launch parameters and share one compile) are kept
+ * whole where they are small against a shard's share, so that a shard compiles only the kernels it
+ * times and a kernel is compiled by one shard alone. A kernel whose pairs weigh more than a quarter
+ * of a share is dealt by candidate, and such a candidate (a space of few candidates) by shape. Units are dealt largest first to the
  * least loaded shard (LPT), ties to the lower shard, so the deal is a function of the enumeration.
  *
  * A shape that no candidate keeps is still set up once (its reference and vendor baseline are

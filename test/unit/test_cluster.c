@@ -89,6 +89,14 @@ static void copy_file(const char *from, const char *to) {
 
 /* ---- the deal --------------------------------------------------------------------------------- */
 
+/* Candidates a and b by kernel: template, then instantiation. */
+static int kernel_cmp(const at_space *s, const at_enum *e, size_t a, size_t b) {
+  int c = strcmp(s->variants[e->c[a].variant].template_path, s->variants[e->c[b].variant].template_path);
+  return c ? c : strcmp(e->c[a].name_expr, e->c[b].name_expr);
+}
+
+static int same_kernel(const at_space *s, const at_enum *e, size_t a, size_t b) { return kernel_cmp(s, e, a, b) == 0; }
+
 static void deal_of(const char *space_file) {
   char *path = at_path_join(DATA, space_file);
   at_space *s = NULL;
@@ -105,6 +113,14 @@ static void deal_of(const char *space_file) {
   int64_t max_pair = 0, total = 0;
   for (size_t j = 0; j < ns; j++)
     if (at_shard_pair_cost(s, &s->shapes[j]) > max_pair) max_pair = at_shard_pair_cost(s, &s->shapes[j]);
+  /* The candidates by kernel (template, instantiation), in enumeration order inside each. */
+  size_t *by_kernel = calloc(e->n + 1, sizeof *by_kernel);
+  for (size_t i = 0; i < e->n; i++) by_kernel[i] = i;
+  for (size_t i = 1; i < e->n; i++) /* insertion sort: stable, and the test spaces are small or sorted runs */
+    for (size_t q = i; q > 0 && kernel_cmp(s, e, by_kernel[q - 1], by_kernel[q]) > 0; q--) {
+      size_t t = by_kernel[q];
+      by_kernel[q] = by_kernel[q - 1], by_kernel[q - 1] = t;
+    }
   for (int n = 1; n <= 10; n++) {
     at_shard_plan(s, e, n, owner, so);
     at_shard_plan(s, e, n, again, so2);
@@ -129,6 +145,27 @@ static void deal_of(const char *space_file) {
     int64_t unit = total / (4 * n) > max_pair ? total / (4 * n) : max_pair, worst = 0;
     for (int k = 1; k <= n; k++) worst = load[k] > worst ? load[k] : worst;
     CHECK(worst <= total / n + unit);
+    /* A kernel (one template instantiation, candidates differing in launch parameters only) that
+     * weighs at most a quarter of a share lies in one shard: no two shards compile it. */
+    int split_kernels = 0, whole_kernels = 0;
+    for (size_t r = 0; r < e->n;) {
+      size_t r1 = r + 1;
+      while (r1 < e->n && same_kernel(s, e, by_kernel[r], by_kernel[r1])) r1++;
+      int64_t kcost = 0;
+      int first = 0, apart = 0;
+      for (size_t q = r; q < r1; q++)
+        for (size_t j = 0; j < ns; j++) {
+          int o = owner[by_kernel[q] * ns + j];
+          if (!o) continue;
+          kcost += at_shard_pair_cost(s, &s->shapes[j]);
+          first = first ? first : o;
+          apart |= o != first;
+        }
+      if (n == 1 || kcost <= total / (4 * n)) split_kernels += apart, whole_kernels += r1 - r > 1;
+      r = r1;
+    }
+    if (n > 1 && n < 4 && e->n > 1000) CHECK(whole_kernels > 100); /* the shipped space: it tested something */
+    CHECK_EQ_INT(split_kernels, 0);
     free(load);
   }
   /* Narrowing to shard 2/3 keeps exactly its pairs and drops the candidates left with none. */
@@ -149,7 +186,7 @@ static void deal_of(const char *space_file) {
   }
   CHECK(st.cost_max * 3 <= st.cost_total + 3 * (st.cost_total / 12 > max_pair ? st.cost_total / 12 : max_pair));
   free(on);
-  free(owner), free(again), free(so), free(so2);
+  free(owner), free(again), free(so), free(so2), free(by_kernel);
   at_enum_free(e);
   at_space_free(s);
 }
@@ -440,6 +477,8 @@ int main(int argc, char **argv) {
   setenv("AUTOTUNE_CACHE", cache, 1);
   deal_of("spaces/tiny.yaml");
   deal_of("spaces/enum.yaml");
+  deal_of("spaces/launch.yaml"); /* 8 candidates, 2 kernels */
+  deal_of("../../search_spaces/a8w8_blockscale.yaml"); /* the shipped space: kernels of 2 to 6 candidates */
   bad_shards();
   shard_then_merge(3);
   shard_then_merge(8);
