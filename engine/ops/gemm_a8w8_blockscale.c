@@ -22,20 +22,21 @@ static const char *const LAUNCH_PARAMS[] = {"GROUP_M", "SPLIT_K", NULL};
 typedef struct param_range {
   const char *name;
   int64_t lo, hi;
+  int64_t absent; /* an optional parameter's value when the space leaves it out */
 } param_range;
 
 static const param_range MMA_PARAMS[] = {{"BLOCK_M", 16, 512}, {"BLOCK_N", 16, 512}, {"BLOCK_K", 128, 128},
                                          {"WARPS_M", 1, 16},   {"WARPS_N", 1, 16},   {"STAGES", 2, 16},
                                          {"SPLIT_K", 1, 64},   {NULL, 0, 0}};
-static const param_range MMA_OPTIONAL[] = {{"GROUP_M", 1, 64}, {"B_HINT", 0, 2}, {NULL, 0, 0}};
+static const param_range MMA_OPTIONAL[] = {{"GROUP_M", 1, 64, 1}, {"B_HINT", 0, 2, 0}, {NULL, 0, 0, 0}};
 static const param_range SM90_PARAMS[] = {{"BLOCK_M", 64, 256}, {"BLOCK_N", 16, 256}, {"STAGES", 2, 16},
                                           {"GROUP_M", 1, 64},   {"SPLIT_K", 1, 64},   {"PINGPONG", 0, 2},
                                           {NULL, 0, 0}};
-/* Optional sm90 parameters: clusters (CTAs along M sharing B, along N sharing A) and k-blocks in
- * flight per math warpgroup, 1 when absent; RESCALE (one accumulator rescaled in place instead of
- * a separate result), 0 when absent. */
-static const param_range SM90_OPTIONAL[] = {{"CLUSTER_M", 1, 2}, {"CLUSTER_N", 1, 2}, {"KPIPE", 1, 2},
-                                            {"RESCALE", 0, 1},   {NULL, 0, 0}};
+/* Optional sm90 parameters, with the template's defaults: clusters (CTAs along M sharing B, along N
+ * sharing A), k-blocks in flight per math warpgroup, RESCALE (one accumulator rescaled in place
+ * instead of a separate result), STORE (the producer's idle warps store the results). */
+static const param_range SM90_OPTIONAL[] = {{"CLUSTER_M", 1, 2, 1}, {"CLUSTER_N", 1, 2, 1}, {"KPIPE", 1, 2, 1},
+                                            {"RESCALE", 0, 1, 0},   {"STORE", 0, 1, 0},     {NULL, 0, 0, 0}};
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
@@ -105,7 +106,7 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
     if (bm != 64 && bm != 128 && bm != 192 && bm != 256)
       return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M must be 64, 128, 192 or 256 (got %lld)", (long long)bm);
     for (const param_range *r = SM90_OPTIONAL; r->name; r++)
-      AT_TRY(check_param(family, r->name, at_params_get(p, r->name, strcmp(r->name, "RESCALE") == 0 ? 0 : 1)));
+      AT_TRY(check_param(family, r->name, at_params_get(p, r->name, r->absent)));
     if (at_params_get(p, "CLUSTER_M", 1) == 2 && bn % 16)
       return at_fail(AT_ERR_INPUT, "family sm90: CLUSTER_M = 2 needs BLOCK_N a multiple of 16 (got %lld)", (long long)bn);
     out[0] = 128 * (1 + sm90_math_wg(bm));

@@ -180,6 +180,11 @@ static void make_problem(problem *p, int64_t m, int64_t n, int64_t k, uint64_t s
              strstr(sel.params, "SPLIT_K") != NULL;
 }
 
+static void free_problem(problem *p) {
+  at_cu->MemFree(p->a), at_cu->MemFree(p->as), at_cu->MemFree(p->b), at_cu->MemFree(p->bs);
+  free(p->ref), free(p->absref);
+}
+
 /* Every element of a bf16 output against the reference. */
 static void check_output(const problem *p, CUdeviceptr out, unsigned short *host, const char *what, int call) {
   size_t count = (size_t)(p->m * p->n);
@@ -425,8 +430,7 @@ static void zero_scale_blocks(void) {
       check_output(&p, out, host, "zero-scale blocks", i);
     }
     at_cu->MemFree(out), free(host);
-    at_cu->MemFree(p.a), at_cu->MemFree(p.as), at_cu->MemFree(p.b), at_cu->MemFree(p.bs);
-    free(p.ref), free(p.absref);
+    free_problem(&p);
   }
   fprintf(stderr, "stress: zero-scale blocks on 4 shapes, %d of them through RESCALE kernels\n", rescaled);
   CHECK(rescaled >= 2); /* the committed configs rescale at M >= 2048 on these (N, K) */
@@ -539,10 +543,7 @@ int main(void) {
     free(w[i].host);
   }
   at_runtime_close(RT);
-  for (int i = 0; i < NP; i++) {
-    at_cu->MemFree(P[i].a), at_cu->MemFree(P[i].as), at_cu->MemFree(P[i].b), at_cu->MemFree(P[i].bs);
-    free(P[i].ref), free(P[i].absref);
-  }
+  for (int i = 0; i < NP; i++) free_problem(&P[i]);
   free(dir), free(src);
   return check_summary();
 }
