@@ -1,6 +1,6 @@
 // at_sm90.cuh: the Hopper (sm_90a) PTX the sm90 templates use, one small inline function each:
-// mbarriers, TMA loads (multicast too), clusters, wgmma control and descriptors, register
-// reallocation, named barriers.
+// mbarriers, TMA loads (multicast too), clusters and their shared memory, wgmma control and
+// descriptors, register reallocation, named barriers.
 // No CUDA headers, so NVRTC parses little more than the template itself.
 #ifndef AT_SM90_CUH
 #define AT_SM90_CUH
@@ -107,6 +107,24 @@ __device__ __forceinline__ void at_mbar_arrive_cluster_if(at_u32 bar, at_u32 cta
       "@p mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
       "r"(cta), "r"(pred)
       : "memory");
+}
+
+// ---- distributed shared memory (split-K inside a cluster) ---------------------------------------
+
+// The address of this CTA's shared-memory location `addr` in the cluster's CTA `cta`.
+__device__ __forceinline__ at_u32 at_mapa(at_u32 addr, at_u32 cta) {
+  at_u32 r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(cta));
+  return r;
+}
+
+// Four floats into another CTA's shared memory at `addr`, completing 16 bytes of the transactions
+// of the barrier `bar` there (both from at_mapa): an asynchronous store that needs no fence; the
+// receiver sees the data once the barrier's phase completes (arrive.expect_tx on its side).
+__device__ __forceinline__ void at_st_async_v4(at_u32 addr, float a, float b, float c, float d, at_u32 bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(addr),
+               "f"(a), "f"(b), "f"(c), "f"(d), "r"(bar)
+               : "memory");
 }
 
 // ---- wgmma -------------------------------------------------------------------------------------

@@ -62,6 +62,30 @@
 // The kernel traps when launched with other threads or less dynamic shared memory than its launch
 // rule (engine/ops/gemm_a8w8_blockscale.c) promises: a host/template mismatch is a fault.
 //
+// Split K inside a cluster (CLUSTER_K 2; SPLIT_K 1, STORE 0, one slice). For shapes whose tiles
+// do not fill the GPU: two CTAs take each tile, rank r the half kr = r / CLUSTER_MN of its
+// k-blocks, each with its own pipeline. With CLUSTER_M or CLUSTER_N 2 as well (clusters of four),
+// the CTAs of one k half multicast among themselves as below, ranks offset by kr CLUSTER_MN: a
+// tile of 128 x 256 split in K alone reads 1.5 times the bytes per product of one that shares B,
+// which at 128 CTAs the L2 does not serve (measured: 23.6 us for 512 x 4096 x 4096, 19.6 us for
+// 128 x 128 tiles in clusters of two along M). Clusters are
+// scheduled whole, so each CTA may wait on its peer, which the split-K of the workspace (whose
+// splits need not run at the same time) cannot. After its k-blocks, rank kr keeps columns
+// [kr BLOCK_N / 2, (kr + 1) BLOCK_N / 2) of the tile and sends its partial of the other half to
+// the peer's thread of the same index (same fragment layout), in chunks of xf floats a thread,
+// through the peer's staging area:
+//   xfull[w] (in the receiver, count 1): a receiving thread announces the chunk's bytes
+//     (arrive.expect_tx); the sender's st.async stores complete them, no fence needed (the peer's
+//     bytes may land first: the phase cannot complete while the local arrival is pending);
+//   xfree[w] (in the sender, count 4): lane 0 of each of the receiver's warps, once the warp has
+//     read a chunk (for the last chunk of a unit, once its epilogue, which stages through the
+//     same area, is done). As the stage release above: default (CTA-scope) release, the reads
+//     being complete in registers.
+//   Both are waited with parity of the chunk count xc (xfree with xc & 1 ^ 1: a fresh barrier
+//   passes the first round), the same on both ranks: they walk the same units.
+// Each rank then stores its half. Each element is summed once, by one rank, as own + peer's: the
+// same bits whichever finishes first (two terms, and addition commutes).
+//
 // Clusters (CLUSTER_M x CLUSTER_N CTAs, each 1 or 2). The CTAs of a cluster take the tiles of one
 // cluster tile of (CLUSTER_M BLOCK_M) x (CLUSTER_N BLOCK_N): rank r is at (rm, rn) = (r % CLUSTER_M,
 // r / CLUSTER_M) in it. CTAs of one cluster row (same rm) share their A tile, of one cluster column
@@ -69,7 +93,8 @@
 // multicasts it to the CTAs that share it, so L2 serves each shared byte once per cluster. Every
 // stage of every CTA is then written by several producers: a producer may overwrite stage s only
 // once the consumers of every CTA it writes to have released s. So each math warp arrives on the
-// empty barrier of every CTA of the cluster (empty counts 4 x MATH_WG x CLUSTER arrivals), and each
+// empty barrier of every CTA of its multicast group (empty counts 4 x MATH_WG x CLUSTER_M x
+// CLUSTER_N arrivals: the whole cluster unless CLUSTER_K is 2), and each
 // producer waits only on its own. A full barrier still expects the whole A + B stage in bytes; bytes
 // from a peer may land before the local arrive.expect_tx, which the phase tolerates (it cannot
 // complete while the local arrival is pending). The walk is per cluster (cluster c takes units c,
@@ -81,31 +106,77 @@
 // Parameters: BLOCK_M (64, 128, 192 or 256), BLOCK_N (a multiple of 16, at most 256), STAGES (>= 2),
 // GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0, 1, 2: how math warpgroups take
 // turns), CLUSTER_M and CLUSTER_N (1 or 2), KPIPE (k-blocks in flight per math warpgroup, 1 or 2),
-// RESCALE (0, 1), STORE (0, 1). GROUP_M and SPLIT_K instantiated as 0 are read from args (launch
-// parameters: one compiled kernel serves every value).
+// RESCALE (0, 1), STORE (0, 1), CLUSTER_K (1, 2). GROUP_M and SPLIT_K instantiated as 0 are read
+// from args (launch parameters: one compiled kernel serves every value).
 #include "at_sm90.cuh"
 #include "at_wgmma_e4m3.cuh"
 #include "gemm_a8w8_blockscale_args.h"
 
 namespace at_sm90 {
 
-template <int BLOCK_M, int BLOCK_N, int STAGES>
+template <int BLOCK_M, int BLOCK_N, int STAGES, int CLUSTER_K = 1>
 struct layout {
   static constexpr int math_wg = BLOCK_M == 192 ? 3 : BLOCK_M >= 128 ? 2 : 1;  // math warpgroups
   static constexpr int waves = BLOCK_M / (64 * math_wg);  // 64-row slices per math warpgroup
   static constexpr int threads = 128 * (1 + math_wg);
   static constexpr int a_stage = BLOCK_M * 128, b_stage = BLOCK_N * 128;
   // The epilogue stages a slice in column passes of epi_n columns: tiles wider than 128 in two
-  // halves, which leaves room for a fourth stage at 128 x 256.
-  static constexpr int epi_n = BLOCK_N > 128 ? BLOCK_N / 2 : BLOCK_N;
+  // halves, which leaves room for a fourth stage at 128 x 256; with CLUSTER_K 2 a CTA stores one
+  // half of its tile, a pass.
+  static constexpr int epi_n = BLOCK_N > 128 || CLUSTER_K == 2 ? BLOCK_N / 2 : BLOCK_N;
   static constexpr int c_pitch = epi_n * 2 + 16;  // bytes per staged output row
+  // CLUSTER_K 2: the floats per thread of one exchange chunk: half of its accumulators (BLOCK_N / 4,
+  // a multiple of 4) in the fewest equal chunks of whole float4s, at most 32 floats each.
+  static constexpr int x_half = BLOCK_N / 4;
+  static constexpr int xf = x_half <= 32 ? x_half : x_half % 8 == 0 ? x_half / 2 : x_half % 12 == 0 ? x_half / 3 : 4;
+  static constexpr int x_bytes = CLUSTER_K == 2 ? 128 * xf * 4 : 0;
+  // A math warpgroup's staging area, which the exchange of CLUSTER_K 2 borrows before the epilogue.
+  static constexpr int c_wg = 64 * c_pitch > x_bytes ? 64 * c_pitch : x_bytes;
   static constexpr int a_off = 0;
   static constexpr int b_off = STAGES * a_stage;
   static constexpr int c_off = b_off + STAGES * b_stage;
-  static constexpr int bar_off = c_off + math_wg * 64 * c_pitch;
-  static constexpr int flag_off = bar_off + 2 * STAGES * 8;
+  static constexpr int bar_off = c_off + math_wg * c_wg;
+  static constexpr int xbar_off = bar_off + 2 * STAGES * 8;  // CLUSTER_K 2: xfull, xfree per math warpgroup
+  static constexpr int flag_off = xbar_off + (CLUSTER_K == 2 ? 16 * math_wg : 0);
   static constexpr int bytes = flag_off + 16;
 };
+
+// CLUSTER_K 2: this thread's exchange with its peer thread (kernel comment), chunk by chunk: send
+// res[SEND, SEND + NACC / 2) into the peer's area, add the peer's into res[KEEP, KEEP + NACC / 2).
+// xc counts the chunks exchanged so far (both ranks alike); xbuf, xfull, xfree are this CTA's,
+// peer_buf, peer_full the peer's (at_mapa), peer its rank.
+template <int SEND, int KEEP, int NACC, int XF>
+__device__ __forceinline__ void exchange(float (&res)[NACC], int &xc, at_u32 peer_buf, at_u32 peer_full, at_u32 peer,
+                                         at_u32 xbuf, at_u32 xfull, at_u32 xfree, int t) {
+  constexpr int NCH = NACC / 2 / XF;
+#pragma unroll
+  for (int c = 0; c < NCH; c++, xc++) {
+    // The chunk's bytes, announced by one thread; the peer's stores may land before (the phase
+    // cannot complete while this arrival is pending).
+    if (t == 0) at_mbar_arrive_expect_tx(xfull, 128 * XF * 4);
+    at_mbar_wait(xfree, ((at_u32)xc & 1u) ^ 1u);  // the peer's area is free
+#pragma unroll
+    for (int j = 0; j < XF / 4; j++) {
+      const int i = SEND + c * XF + 4 * j;
+      at_st_async_v4(peer_buf + (j * 128 + t) * 16, res[i], res[i + 1], res[i + 2], res[i + 3], peer_full);
+    }
+    at_mbar_wait(xfull, (at_u32)xc & 1u);  // the peer's chunk is here
+#pragma unroll
+    for (int j = 0; j < XF / 4; j++) {
+      const int i = KEEP + c * XF + 4 * j;
+      float x0, x1, x2, x3;
+      asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=f"(x0), "=f"(x1), "=f"(x2), "=f"(x3)
+                   : "r"(xbuf + (j * 128 + t) * 16)
+                   : "memory");
+      res[i] += x0, res[i + 1] += x1, res[i + 2] += x2, res[i + 3] += x3;
+    }
+    if (c + 1 < NCH) {
+      __syncwarp();  // the warp's reads are done: its lane 0 frees them (xfree counts 4 a warpgroup)
+      at_mbar_arrive_cluster_if(xfree, peer, (t % 32) == 0);
+    }
+  }
+}
 
 // The scales of one k-block for one thread: its two rows' A scales in each wave, and up to three
 // weight-scale blocks that the tile's columns touch.
@@ -137,18 +208,30 @@ __device__ __forceinline__ unit_pos locate(int u, int tiles_m, int tiles_n, int 
   return p;
 }
 
+// CLUSTER_K 2: the unit's k-blocks are shared by the cluster's two CTAs, the first half (rounded
+// up) to rank 0. One k-block leaves rank 1 none: it contributes zeros.
+__device__ __forceinline__ void k_half(unit_pos &p, int kr) {
+  const int mid = p.kb0 + (p.kb1 - p.kb0 + 1) / 2;
+  if (kr == 0)
+    p.kb1 = mid;
+  else
+    p.kb0 = mid;
+}
+
 }  // namespace at_sm90
 
 template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PINGPONG, int CLUSTER_M = 1,
-          int CLUSTER_N = 1, int KPIPE = 1, int RESCALE = 0, int STORE = 0>
+          int CLUSTER_N = 1, int KPIPE = 1, int RESCALE = 0, int STORE = 0, int CLUSTER_K = 1>
 __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 128 ? 2 : 1)), 1)
     gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
                               const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_b) {
-  using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES>;
+  using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES, CLUSTER_K>;
   constexpr int MATH_WG = L::math_wg, WAVES = L::waves;
   constexpr int NACC = BLOCK_N / 2;  // fp32 accumulators per thread for a 64 x BLOCK_N slice
   constexpr bool PINGPONG_ON = PINGPONG >= 1 && MATH_WG == 2;
-  constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
+  // CTAs sharing A or B tiles (multicast), and the cluster: CLUSTER_K 2 pairs two CTAs that take
+  // the two halves of one tile's k-blocks.
+  constexpr int CLUSTER_MN = CLUSTER_M * CLUSTER_N, CLUSTER = CLUSTER_MN * CLUSTER_K;
   constexpr int CM_ROWS = BLOCK_M * CLUSTER_M, CN_COLS = BLOCK_N * CLUSTER_N;  // a cluster tile
   // Every tile lies inside one 128-column weight-scale block (tiles start at multiples of BLOCK_N).
   constexpr bool ONE_SCALE_BLOCK = 128 % BLOCK_N == 0;
@@ -173,6 +256,8 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   static_assert(PINGPONG >= 0 && PINGPONG <= 2, "PINGPONG must be 0, 1 or 2");
   static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && (CLUSTER_N == 1 || CLUSTER_N == 2), "CLUSTER_M, CLUSTER_N: 1 or 2");
   static_assert(KPIPE == 1 || (KPIPE == 2 && WAVES == 1 && !PINGPONG_ON), "KPIPE 2 needs one slice and no turns");
+  static_assert(CLUSTER_K == 1 || (CLUSTER_K == 2 && SPLIT_K == 1 && STORE == 0 && WAVES == 1),
+                "CLUSTER_K 2 (split K in a cluster): SPLIT_K 1, STORE 0, BLOCK_M <= 128");
   static_assert(MATH_WG != 2 || (RESCALE ? WAVES * BLOCK_N <= 256 : (WAVES + KPIPE) * BLOCK_N <= 416),
                 "two math warpgroups hold at most 232 registers a thread: (WAVES + KPIPE) x BLOCK_N / 2 <= 208, "
                 "or WAVES x BLOCK_N / 2 <= 128 with RESCALE");
@@ -191,7 +276,13 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
     if (at_cluster_size() != CLUSTER || group_m < 1 || split_k < 1) __trap();
     for (int s = 0; s < STAGES; s++) {
       at_mbar_init(full0 + s * 8, 1);
-      at_mbar_init(empty0 + s * 8, 4 * MATH_WG * CLUSTER);
+      at_mbar_init(empty0 + s * 8, 4 * MATH_WG * CLUSTER_MN);
+    }
+    // CLUSTER_K 2, per math warpgroup: xfull (one local arrival with the chunk's bytes, which the
+    // peer's stores complete), xfree (the peer's four warps).
+    for (int i = 0; i < (CLUSTER_K == 2 ? MATH_WG : 0); i++) {
+      at_mbar_init(base + L::xbar_off + i * 16, 1);
+      at_mbar_init(base + L::xbar_off + i * 16 + 8, 4);
     }
     at_mbar_init_fence();
     at_tma_prefetch(&tmap_a);
@@ -208,7 +299,10 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   const int tiles = tiles_m * tiles_n, units = tiles * split_k;
   const int wg = tid / 128;
   const int rank = CLUSTER > 1 ? (int)at_cluster_rank() : 0;
-  const int rm = rank % CLUSTER_M, rn = rank / CLUSTER_M;
+  // Rank r: k half kr = r / CLUSTER_MN, and (rm, rn) in the cluster tile from r % CLUSTER_MN. The
+  // CTAs of one k half (ranks kbase + [0, CLUSTER_MN)) share tiles by multicast among themselves.
+  const int mn_rank = rank % CLUSTER_MN, kr = CLUSTER_K == 2 ? rank / CLUSTER_MN : 0, kbase = kr * CLUSTER_MN;
+  const int rm = mn_rank % CLUSTER_M, rn = mn_rank / CLUSTER_M;
   const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
   // STORE 1 without split-K: the producer's warps 1-3 copy the staged results out while the math
   // warpgroups go on with the next tile (split-K keeps the math warpgroups' own store: whether a
@@ -226,11 +320,12 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       // This CTA's share of the A tile (rows of its cluster row) and of the B tile, and who else
       // receives them.
       constexpr int A_ROWS = BLOCK_M / CLUSTER_N, B_ROWS = BLOCK_N / CLUSTER_M;
-      const unsigned short a_mask = (unsigned short)((1u << rm) | (1u << (rm + CLUSTER_M * (CLUSTER_N - 1))));
-      const unsigned short b_mask = (unsigned short)(((1u << CLUSTER_M) - 1u) << (CLUSTER_M * rn));
+      const unsigned short a_mask = (unsigned short)(((1u << rm) | (1u << (rm + CLUSTER_M * (CLUSTER_N - 1)))) << kbase);
+      const unsigned short b_mask = (unsigned short)((((1u << CLUSTER_M) - 1u) << (CLUSTER_M * rn)) << kbase);
       int it = 0;
       for (int u = first_unit; u < units; u += unit_step) {
-        const at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS>(u, tiles_m, tiles_n, KB, group_m, split_k);
+        at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS>(u, tiles_m, tiles_n, KB, group_m, split_k);
+        if (CLUSTER_K == 2) at_sm90::k_half(p, kr);
         const int a_row = min(p.m0 + rm * BLOCK_M + rn * A_ROWS, M - 1);
         const int b_row = min(p.n0 + rn * BLOCK_N + rm * B_ROWS, N - 1);
         const at_u32 a_dst = base + L::a_off + rn * A_ROWS * 128, b_dst = base + L::b_off + rm * B_ROWS * 128;
@@ -264,7 +359,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
 #pragma unroll 1
       for (int i = 0; i < passes; i++) {
         const int w = i % MATH_WG;
-        const unsigned char *const src = smem + L::c_off + w * 64 * L::c_pitch;
+        const unsigned char *const src = smem + L::c_off + w * L::c_wg;
         at_named_barrier(BAR_STAGED + w, STORE_THREADS);
         const int row0 = *(const int *)(src + EPI_N * 2), col0 = *(const int *)(src + EPI_N * 2 + 4);
 #pragma unroll 4
@@ -292,11 +387,12 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   const float *const As = (const float *)args.a_scale;
   const float *const Bs = (const float *)args.b_scale;
   const int nblocks = (N + 127) / 128;
-  unsigned char *const stage_c = smem + L::c_off + w * 64 * L::c_pitch;
-  int it = 0;
+  unsigned char *const stage_c = smem + L::c_off + w * L::c_wg;
+  int it = 0, xc = 0;  // xc: exchange chunks so far (CLUSTER_K 2), for the parity of xfull and xfree
 
   for (int u = first_unit; u < units; u += unit_step) {
     at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS>(u, tiles_m, tiles_n, KB, group_m, split_k);
+    if (CLUSTER_K == 2) at_sm90::k_half(p, kr);
     p.m0 += rm * BLOCK_M, p.n0 += rn * BLOCK_N;  // this CTA's tile of the cluster tile
     // The tile's result; with RESCALE also the wgmma accumulator, in the units of the k-block it
     // last took (see rescale).
@@ -341,11 +437,11 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
     // A math warp's release of a stage: its lane 0 arrives on the stage's empty barrier in every
     // CTA of the cluster (their producers may all write into this CTA's stage).
     auto release = [&](int s) {
-      if (CLUSTER == 1) {
+      if (CLUSTER_MN == 1) {
         at_mbar_arrive_if(empty0 + s * 8, lane == 0);
       } else {
 #pragma unroll
-        for (int c = 0; c < CLUSTER; c++) at_mbar_arrive_cluster_if(empty0 + s * 8, c, lane == 0);
+        for (int c = 0; c < CLUSTER_MN; c++) at_mbar_arrive_cluster_if(empty0 + s * 8, kbase + c, lane == 0);
       }
     };
     // Multiply slice v by a row factor (fa) times a weight-block factor (fb), per 8-column group:
@@ -523,6 +619,26 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       }
     }
 
+    if constexpr (CLUSTER_K == 2) {
+      // The two halves of the k-blocks meet: rank kr keeps the columns of half kr of the tile and
+      // sends the other half to its peer, chunk by chunk, through the peer's staging area
+      // (asynchronous remote stores that complete the transactions of the peer's xfull).
+      // The peer frees its area (an arrival on this CTA's xfree) once it has read a chunk, and
+      // after the last one once its epilogue, which stages through the same area, is done.
+      constexpr int HALF = NACC / 2, XF = L::xf;
+      static_assert(HALF % XF == 0 && XF % 4 == 0, "exchange chunks of whole float4s");
+      const at_u32 peer = (at_u32)(rank + (kr ? -CLUSTER_MN : CLUSTER_MN));  // same (rm, rn), other k half
+      const at_u32 xbuf = base + L::c_off + w * L::c_wg;
+      const at_u32 xfull = base + L::xbar_off + w * 16, xfree = xfull + 8;
+      const at_u32 peer_buf = at_mapa(xbuf, peer), peer_full = at_mapa(xfull, peer);
+      // One copy of the code per rank (indexing res by kr would put it in local memory).
+      if (kr == 0)
+        at_sm90::exchange<HALF, 0, NACC, XF>(res[0], xc, peer_buf, peer_full, peer, xbuf, xfull, xfree, t);
+      else
+        at_sm90::exchange<0, HALF, NACC, XF>(res[0], xc, peer_buf, peer_full, peer, xbuf, xfull, xfree, t);
+      at_named_barrier(1 + w, 128);  // every thread has read its chunk: the epilogue may stage
+    }
+
     if (split_k > 1) {
       // Publish this split's partial, count it; the last split to arrive reduces.
       // CTA tiles are numbered cluster tile by cluster tile: tile x CLUSTER + rank.
@@ -570,6 +686,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
     for (int v = 0; v < WAVES; v++) {
 #pragma unroll
       for (int h = 0; h < BLOCK_N / EPI_N; h++) {
+        if (CLUSTER_K == 2 && h != kr) continue;  // the peer stores this half
         if (offload) at_named_barrier(BAR_FREE + w, STORE_THREADS);  // the store warps are done with it
 #pragma unroll
         for (int j = 0; j < CHUNKS; j++) {
@@ -596,6 +713,11 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
         }
         at_named_barrier(1 + w, 128);  // the staging area is free again
       }
+    }
+    if constexpr (CLUSTER_K == 2) {
+      // The epilogue is done with the staging area (its last barrier): the peer may send into it.
+      __syncwarp();
+      at_mbar_arrive_cluster_if(base + L::xbar_off + w * 16 + 8, rank + (kr ? -CLUSTER_MN : CLUSTER_MN), lane == 0);
     }
   }
   // Warpgroup 1's arrival after the very last batch has no batch of warpgroup 0 to wait for it:

@@ -118,13 +118,17 @@ static void sm90_random(void) {
     int kpipe = !rescale && bm <= 128 && pingpong == 0 && (bm == 64 || bn <= 128) && ((r >> 60) & 1) ? 2 : 1;
     if (rescale && bn > 128 && stages > 3) stages = 3; /* 128 x 256 holds 4 stages at most */
     int store = (int)((r >> 3) & 1); /* the producer's warps store the results */
+    /* two CTAs of a cluster split each tile's k-blocks: one-split kernels of one slice, no store
+     * warps; with a multicast pair, clusters of four */
+    int ck = 1;
+    if (cm * cn <= 2 && bm <= 128 && ((r >> 1) & 1)) ck = 2, split = 1, store = 0;
     fprintf(f,
             "  - name: s%d\n    family: sm90\n    template: %s/templates/gemm_a8w8_blockscale_sm90.cuh\n"
             "    entry: \"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, "
-            "CLUSTER_N, KPIPE, RESCALE, STORE>\"\n"
+            "CLUSTER_N, KPIPE, RESCALE, STORE, CLUSTER_K>\"\n"
             "    params: {BLOCK_M: %d, BLOCK_N: %d, STAGES: %d, GROUP_M: %d, SPLIT_K: %d, PINGPONG: %d, CLUSTER_M: %d, "
-            "CLUSTER_N: %d, KPIPE: %d, RESCALE: %d, STORE: %d}\n",
-            v, getenv("AT_TEST_SOURCE_ROOT"), bm, bn, stages, group, split, pingpong, cm, cn, kpipe, rescale, store);
+            "CLUSTER_N: %d, KPIPE: %d, RESCALE: %d, STORE: %d, CLUSTER_K: %d}\n",
+            v, getenv("AT_TEST_SOURCE_ROOT"), bm, bn, stages, group, split, pingpong, cm, cn, kpipe, rescale, store, ck);
   }
   fprintf(f, "shapes:\n");
   for (int i = 0; i < 3; i++) {
