@@ -91,10 +91,12 @@ __device__ __forceinline__ at_u32 at_cluster_size() {
   return r;
 }
 
-// Every thread of every CTA of the cluster: once all have arrived, memory written before the
-// arrival (barriers initialised, remote arrivals made) is visible to all after the wait.
-__device__ __forceinline__ void at_cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+// Every thread of every CTA of the cluster, arriving without release (a release here costs each
+// thread a MEMBAR.GPU, which waits for its outstanding stores): what must be visible to the other
+// CTAs is published otherwise (mbarrier inits by at_mbar_init_fence). Once all have arrived, the
+// wait returns: no CTA of the cluster is still before its arrival.
+__device__ __forceinline__ void at_cluster_sync_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
 }
 
 // An arrival on the barrier at offset `bar` in the shared memory of the cluster's CTA `cta`, by the

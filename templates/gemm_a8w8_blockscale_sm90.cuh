@@ -101,7 +101,11 @@
 // c + clusters, ...), so the CTAs of a cluster see the same k-blocks in the same order. A CTA whose
 // tile lies past M or N still loads its share (coordinates clamped into the matrix) and computes
 // rows that the store drops. The cluster is synchronised after the barriers are initialised (no
-// remote arrival or multicast before) and before exit (none into a CTA that has exited).
+// remote arrival or multicast before). At exit, no cluster barrier (its release would cost every
+// thread a wait for its stores); instead no CTA exits while another may still write into it:
+// multicast bytes land before the receiver's consumers pass its full barrier, and each producer
+// waits, after its last load, until the last STAGES k-blocks have been released by every consumer
+// of its multicast group, which are all the remote arrivals into this CTA (the tail).
 //
 // Parameters: BLOCK_M (64, 128, 192 or 256), BLOCK_N (a multiple of 16, at most 256), STAGES (>= 2),
 // GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0, 1, 2: how math warpgroups take
@@ -288,8 +292,9 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
     at_tma_prefetch(&tmap_a);
     at_tma_prefetch(&tmap_b);
   }
+  // No remote arrival or multicast into a barrier before it is initialised (its init fenced above).
   if (CLUSTER > 1)
-    at_cluster_sync();
+    at_cluster_sync_relaxed();
   else
     __syncthreads();
 
@@ -344,6 +349,12 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
             at_tma_load_2d(b_dst + s * L::b_stage, &tmap_b, kb * 128, b_row, full0 + s * 8);
         }
       }
+      // The tail: wait until every consumer of the multicast group, in this CTA and the others, has
+      // released the last STAGES k-blocks, so that no remote arrival into this CTA's barriers is
+      // left when it exits (no cluster barrier at exit: its release would make every thread wait
+      // for its stores).
+      for (int i = 0; i < (CLUSTER_MN > 1 ? STAGES : 0); i++, it++)
+        at_mbar_wait(empty0 + (it % STAGES) * 8, ((at_u32)(it / STAGES) & 1u) ^ 1u);
     }
     if (offload && tid >= 32) {
       // The store warps: for every pass that a math warpgroup stages (in the order the math
@@ -372,8 +383,6 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
         at_named_arrive(BAR_FREE + w, STORE_THREADS);
       }
     }
-    // No early return with clusters: every thread takes part in the final cluster barrier.
-    if (CLUSTER > 1) at_cluster_sync();
     return;
   }
 
@@ -716,8 +725,10 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
     }
     if constexpr (CLUSTER_K == 2) {
       // The epilogue is done with the staging area (its last barrier): the peer may send into it.
+      // Not after the last unit: the peer waits for no more, and may have exited.
       __syncwarp();
-      at_mbar_arrive_cluster_if(base + L::xbar_off + w * 16 + 8, rank + (kr ? -CLUSTER_MN : CLUSTER_MN), lane == 0);
+      at_mbar_arrive_cluster_if(base + L::xbar_off + w * 16 + 8, rank + (kr ? -CLUSTER_MN : CLUSTER_MN),
+                                lane == 0 && u + unit_step < units);
     }
   }
   // Warpgroup 1's arrival after the very last batch has no batch of warpgroup 0 to wait for it:
@@ -725,5 +736,4 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   if (PINGPONG_ON && w == 0 && it > 0) at_named_barrier(BAR_TURN_0, 256);
   // The store warps' arrival after the last copy likewise: this also waits for that copy.
   if (offload) at_named_barrier(BAR_FREE + w, STORE_THREADS);
-  if (CLUSTER > 1) at_cluster_sync();
 }
