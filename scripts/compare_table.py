@@ -11,7 +11,10 @@ def short(params):
     keys = [("BLOCK_M", "BM"), ("BLOCK_N", "BN"), ("STAGES", "S"), ("GROUP_M", "G"), ("SPLIT_K", "SK"),
             ("PINGPONG", "PP"), ("CLUSTER_M", "CM"), ("CLUSTER_N", "CN"), ("KPIPE", "KP"), ("WARPS_M", "WM"),
             ("WARPS_N", "WN"), ("B_HINT", "H")]
-    return " ".join(f"{a}{p[k]}" for k, a in keys if k in p)
+    # the optional sm90 switches, printed only when on
+    flags = [("RESCALE", "RS"), ("STORE", "ST"), ("CLUSTER_K", "CK")]
+    return " ".join([f"{a}{p[k]}" for k, a in keys if k in p] + [f"{a}{p[k]}" for k, a in flags if p.get(k, 0) > 1 or
+                                                                   (k != "CLUSTER_K" and p.get(k, 0) == 1)])
 
 
 for path in sys.argv[1:]:

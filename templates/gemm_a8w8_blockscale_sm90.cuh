@@ -46,7 +46,7 @@
 // weight-scale blocks (BLOCK_N that does not divide 128, or tiles that do not start on a block):
 // each 8-column accumulator group lies in one block, picked per group.
 // Epilogue. SPLIT_K == 1: each math warpgroup packs its 64 x BLOCK_N result to bf16 in its own
-// shared-memory staging area (rows padded by 16 bytes: no bank conflicts; tiles wider than 128 in
+// shared-memory staging area (rows padded by 16 or 32 bytes: no bank conflicts; tiles wider than 128 in
 // two column passes), then copies it out in 16-byte coalesced stores, rows >= M and columns >= N
 // skipped. STORE 1 hands the copy to the producer warpgroup's warps 1-3, which are idle otherwise:
 // per pass the math warpgroup waits on named barrier "free" (10 + w), stages, writes the pass's
@@ -128,7 +128,10 @@ struct layout {
   // halves, which leaves room for a fourth stage at 128 x 256; with CLUSTER_K 2 a CTA stores one
   // half of its tile, a pass.
   static constexpr int epi_n = BLOCK_N > 128 || CLUSTER_K == 2 ? BLOCK_N / 2 : BLOCK_N;
-  static constexpr int c_pitch = epi_n * 2 + 16;  // bytes per staged output row
+  // Bytes per staged output row, padded so that the 8 rows a warp writes at once start in distinct
+  // 16-byte bank groups (a row of pitch / 4 words that is 4 mod 8): 16 bytes, or 32 when epi_n is
+  // an odd multiple of 8 (a pitch of 128 bytes would put all 8 rows in one group).
+  static constexpr int c_pitch = epi_n * 2 + (epi_n % 16 == 8 ? 32 : 16);
   // CLUSTER_K 2: the floats per thread of one exchange chunk: half of its accumulators (BLOCK_N / 4,
   // a multiple of 4) in the fewest equal chunks of whole float4s, at most 32 floats each.
   static constexpr int x_half = BLOCK_N / 4;

@@ -52,7 +52,7 @@ static int64_t mma_stage_bytes(int64_t bm, int64_t bn) { return align_up((bm + b
 static int64_t sm90_math_wg(int64_t bm) { return bm == 192 ? 3 : bm >= 128 ? 2 : 1; }
 
 /* The sm90 family's shared memory (templates/gemm_a8w8_blockscale_sm90.cuh, at_sm90::layout):
- * STAGES x (A + B tiles), a bf16 staging area of 64 rows x (2 EPI_N + 16) bytes per math
+ * STAGES x (A + B tiles), a bf16 staging area of 64 rows x (2 EPI_N + 16 or 32) bytes per math
  * warpgroup (EPI_N: BLOCK_N, or half of it above 128 or with CLUSTER_K 2, staged in two passes),
  * with CLUSTER_K 2 at least one exchange chunk (128 threads x up to 32 floats, at_sm90::layout) and two
  * more mbarriers per math warpgroup, two mbarriers per stage and flags. */
@@ -61,7 +61,8 @@ static int64_t sm90_smem_bytes(int64_t bm, int64_t bn, int64_t stages, int64_t c
   /* the fewest equal chunks of whole float4s, at most 32 floats each */
   const int64_t xf = half <= 32 ? half : half % 8 == 0 ? half / 2 : half % 12 == 0 ? half / 3 : 4;
   const int64_t x_bytes = ck == 2 ? 128 * xf * 4 : 0;
-  const int64_t c_wg = 64 * (epi_n * 2 + 16) > x_bytes ? 64 * (epi_n * 2 + 16) : x_bytes;
+  const int64_t pitch = epi_n * 2 + (epi_n % 16 == 8 ? 32 : 16); /* padded against bank conflicts */
+  const int64_t c_wg = 64 * pitch > x_bytes ? 64 * pitch : x_bytes;
   return stages * (bm + bn) * 128 + sm90_math_wg(bm) * c_wg + 2 * stages * 8 + (ck == 2 ? 16 * sm90_math_wg(bm) : 0) +
          16;
 }
