@@ -401,6 +401,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   const int nblocks = (N + 127) / 128;
   unsigned char *const stage_c = smem + L::c_off + w * L::c_wg;
   int it = 0, xc = 0;  // xc: exchange chunks so far (CLUSTER_K 2), for the parity of xfull and xfree
+  const at_u32 peer = (at_u32)(rank + (kr ? -CLUSTER_MN : CLUSTER_MN));  // CLUSTER_K 2: same (rm, rn), other k half
 
   for (int u = first_unit; u < units; u += unit_step) {
     at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS>(u, tiles_m, tiles_n, KB, group_m, split_k);
@@ -639,7 +640,6 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       // after the last one once its epilogue, which stages through the same area, is done.
       constexpr int HALF = NACC / 2, XF = L::xf;
       static_assert(HALF % XF == 0 && XF % 4 == 0, "exchange chunks of whole float4s");
-      const at_u32 peer = (at_u32)(rank + (kr ? -CLUSTER_MN : CLUSTER_MN));  // same (rm, rn), other k half
       const at_u32 xbuf = base + L::c_off + w * L::c_wg;
       const at_u32 xfull = base + L::xbar_off + w * 16, xfree = xfull + 8;
       const at_u32 peer_buf = at_mapa(xbuf, peer), peer_full = at_mapa(xfull, peer);
@@ -730,7 +730,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       // The epilogue is done with the staging area (its last barrier): the peer may send into it.
       // Not after the last unit: the peer waits for no more, and may have exited.
       __syncwarp();
-      at_mbar_arrive_cluster_if(base + L::xbar_off + w * 16 + 8, rank + (kr ? -CLUSTER_MN : CLUSTER_MN),
+      at_mbar_arrive_cluster_if(base + L::xbar_off + w * 16 + 8, peer,
                                 lane == 0 && u + unit_step < units);
     }
   }
