@@ -14,14 +14,35 @@
 #   tune_llama  the Llama-3-8B projection space into /tmp/tuned.db (same limit as tune)
 #   probe    scripts/probe_sm90.yaml into a fresh /tmp/probe.db: a few sm90 configs per shape, each
 #            with its time and cuBLASLt's from the same run (the kernel experiments of docs/perf.md)
-#   overhead scripts/probe_overhead.yaml into a fresh /tmp/ov.db, then `compare` of its winners with
-#            cuBLASLt: time against K, whose intercept is the fixed cost of a launch
+#   overhead scripts/probe_overhead.yaml into a fresh /tmp/overhead.db, then `compare` of its
+#            winners with cuBLASLt: time against K, whose intercept is the fixed cost of a launch
+#   store    scripts/probe_store.yaml likewise: large shapes with the results stored by the math
+#            warpgroups or the producer's warps (STORE 0, 1, 2)
 set -u
 B=/tmp/b
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 export AUTOTUNE_CACHE=/tmp/cache AUTOTUNE_PROGRESS=plain
 rc=0
+
+# probe_compare NAME SPACE: SPACE tuned into a fresh /tmp/NAME.db (every config's time in
+# $OUT/NAME.txt), then `compare` of its winners with cuBLASLt ($OUT/NAME-compare.json and .log).
+probe_compare() {
+  rm -f "/tmp/$1.db"
+  $B/autotune --db "/tmp/$1.db" "$2" >"$OUT/$1.log" 2>&1
+  echo "$1 tune exit $?" | tee -a "$OUT/session.log"
+  python3 -c "
+import sqlite3, sys; d = sqlite3.connect(sys.argv[1])
+for r in d.execute('''SELECT p.m, p.n, p.k, c.name_expr, round(coalesce(r.retime_us, r.time_us), 2)
+    FROM results r JOIN problems p ON p.id = r.problem_id JOIN candidates c ON c.id = r.candidate_id
+    WHERE r.status = 'ok' ORDER BY p.m, p.n, p.k, coalesce(r.retime_us, r.time_us)'''): print(*r, sep=' | ')" "/tmp/$1.db" \
+    >"$OUT/$1.txt" 2>&1
+  mkdir -p /tmp/empty-configs
+  $B/autotune compare "$2" --db "/tmp/$1.db" --configs /tmp/empty-configs --json "$OUT/$1-compare.json" \
+    >"$OUT/$1-compare.log" 2>&1
+  echo "$1 compare exit $?" | tee -a "$OUT/session.log"
+}
+
 for step in "$@"; do
   echo "=== $step $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null)" | tee -a "$OUT/session.log"
   case $step in
@@ -99,19 +120,8 @@ for r in d.execute('''SELECT p.m, p.n, p.k, c.name_expr, r.status, round(coalesc
     FROM results r JOIN problems p ON p.id = r.problem_id JOIN candidates c ON c.id = r.candidate_id
     ORDER BY p.n, p.k, p.m, coalesce(r.retime_us, r.time_us)'''): print(*r, sep=' | ')" >"$OUT/probe.txt" 2>&1
     cp /tmp/probe.db "$OUT/probe.db" ;;
-  overhead)
-    rm -f /tmp/ov.db
-    $B/autotune --db /tmp/ov.db scripts/probe_overhead.yaml >"$OUT/overhead.log" 2>&1
-    echo "overhead tune exit $?" | tee -a "$OUT/session.log"
-    python3 -c "
-import sqlite3; d = sqlite3.connect('/tmp/ov.db')
-for r in d.execute('''SELECT p.m, p.n, p.k, c.name_expr, round(coalesce(r.retime_us, r.time_us), 2)
-    FROM results r JOIN problems p ON p.id = r.problem_id JOIN candidates c ON c.id = r.candidate_id
-    WHERE r.status = 'ok' ORDER BY p.m, c.name_expr, p.k'''): print(*r, sep=' | ')" >"$OUT/overhead.txt" 2>&1
-    mkdir -p /tmp/ov-empty
-    $B/autotune compare scripts/probe_overhead.yaml --db /tmp/ov.db --configs /tmp/ov-empty \
-      --json "$OUT/overhead-compare.json" >"$OUT/overhead-compare.log" 2>&1
-    echo "overhead compare exit $?" | tee -a "$OUT/session.log" ;;
+  overhead) probe_compare overhead scripts/probe_overhead.yaml ;;
+  store) probe_compare store scripts/probe_store.yaml ;;
   tune_llama)
     timeout "${TUNE_LIMIT:-540}" $B/autotune --db /tmp/tuned.db search_spaces/llama3_8b.yaml >"$OUT/tune-llama.log" 2>&1
     echo "tune_llama exit $?" | tee -a "$OUT/session.log"

@@ -49,11 +49,13 @@
 // shared-memory staging area (rows padded by 16 or 32 bytes: no bank conflicts; tiles wider than 128 in
 // two column passes), then copies it out in 16-byte coalesced stores, rows >= M and columns >= N
 // skipped. STORE 1 hands the copy to the producer warpgroup's warps 1-3, which are idle otherwise:
-// per pass the math warpgroup waits on named barrier "free" (10 + w), stages, writes the pass's
-// first row and column into the padding of staging row 0 and arrives on "staged" (7 + w); the
+// per pass the math warpgroup waits on its area's named barrier "free", stages, writes the pass's
+// first row and column into the padding of staging row 0 and arrives on the area's "staged"; the
 // store warps wait "staged", copy, arrive "free" (once more at the start: the areas begin free,
 // and the math warpgroup takes that last arrival before exit). The math warpgroups then start the
-// next tile while the copy runs. SPLIT_K > 1: each math warpgroup
+// next tile while the copy runs. STORE 2 gives each math warpgroup two areas, used in turn: it
+// stages a pass while the previous one is being copied (a 128 x 256 tile's two passes without
+// waiting). SPLIT_K > 1: each math warpgroup
 // writes its fp32 partial to the workspace and counts itself in counter (tile * MATH_WG + w); the
 // last of the SPLIT_K to arrive sums the partials in split order (arrival order does not change
 // the result), resets the counter to zero, and stores as above: the invariant of
@@ -110,7 +112,7 @@
 // Parameters: BLOCK_M (64, 128, 192 or 256), BLOCK_N (a multiple of 16, at most 256), STAGES (>= 2),
 // GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0, 1, 2: how math warpgroups take
 // turns), CLUSTER_M and CLUSTER_N (1 or 2), KPIPE (k-blocks in flight per math warpgroup, 1 or 2),
-// RESCALE (0, 1), STORE (0, 1), CLUSTER_K (1, 2). GROUP_M and SPLIT_K instantiated as 0 are read
+// RESCALE (0, 1), STORE (0, 1, 2), CLUSTER_K (1, 2). GROUP_M and SPLIT_K instantiated as 0 are read
 // from args (launch parameters: one compiled kernel serves every value).
 #include "at_sm90.cuh"
 #include "at_wgmma_e4m3.cuh"
@@ -118,7 +120,7 @@
 
 namespace at_sm90 {
 
-template <int BLOCK_M, int BLOCK_N, int STAGES, int CLUSTER_K = 1>
+template <int BLOCK_M, int BLOCK_N, int STAGES, int CLUSTER_K = 1, int STORE = 0>
 struct layout {
   static constexpr int math_wg = BLOCK_M == 192 ? 3 : BLOCK_M >= 128 ? 2 : 1;  // math warpgroups
   static constexpr int waves = BLOCK_M / (64 * math_wg);  // 64-row slices per math warpgroup
@@ -139,10 +141,11 @@ struct layout {
   static constexpr int x_bytes = CLUSTER_K == 2 ? 128 * xf * 4 : 0;
   // A math warpgroup's staging area, which the exchange of CLUSTER_K 2 borrows before the epilogue.
   static constexpr int c_wg = 64 * c_pitch > x_bytes ? 64 * c_pitch : x_bytes;
+  static constexpr int c_bufs = STORE == 2 ? 2 : 1;  // STORE 2: two staging areas per math warpgroup
   static constexpr int a_off = 0;
   static constexpr int b_off = STAGES * a_stage;
   static constexpr int c_off = b_off + STAGES * b_stage;
-  static constexpr int bar_off = c_off + math_wg * c_wg;
+  static constexpr int bar_off = c_off + math_wg * c_bufs * c_wg;
   static constexpr int xbar_off = bar_off + 2 * STAGES * 8;  // CLUSTER_K 2: xfull, xfree per math warpgroup
   static constexpr int flag_off = xbar_off + (CLUSTER_K == 2 ? 16 * math_wg : 0);
   static constexpr int bytes = flag_off + 16;
@@ -232,7 +235,7 @@ template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PI
 __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 128 ? 2 : 1)), 1)
     gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
                               const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_b) {
-  using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES, CLUSTER_K>;
+  using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES, CLUSTER_K, STORE>;
   constexpr int MATH_WG = L::math_wg, WAVES = L::waves;
   constexpr int NACC = BLOCK_N / 2;  // fp32 accumulators per thread for a 64 x BLOCK_N slice
   constexpr bool PINGPONG_ON = PINGPONG >= 1 && MATH_WG == 2;
@@ -247,13 +250,14 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   constexpr int NB = ONE_SCALE_BLOCK ? 1 : 3;  // weight-scale blocks a tile may touch
   // Named barriers: 0 is __syncthreads, 1 + w a math warpgroup's own (epilogue), and the turns.
   constexpr int BAR_TURN_0 = 5, BAR_TURN_1 = 6;  // "warpgroup 0 (1) may issue"
-  // STORE 1: "math warpgroup w's staging area holds a pass" (7 + w) and "... is free" (10 + w),
-  // between that warpgroup (128 threads) and the producer's three store warps (96).
-  constexpr int BAR_STAGED = 7, BAR_FREE = 10, STORE_THREADS = 128 + 96;
+  // STORE 1, 2: "staging area a holds a pass" (BAR_STAGED + a) and "... is free" (BAR_FREE + a),
+  // between its math warpgroup (128 threads) and the producer's three store warps (96). Area a =
+  // w NBUF + b: buffer b of math warpgroup w (NBUF 2 with STORE 2, else 1).
+  constexpr int NBUF = L::c_bufs, BAR_STAGED = 7, BAR_FREE = 7 + MATH_WG * NBUF, STORE_THREADS = 128 + 96;
   static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192 || BLOCK_M == 256,
                 "BLOCK_M must be 64, 128, 192 or 256");
   static_assert(RESCALE == 0 || RESCALE == 1, "RESCALE must be 0 or 1");
-  static_assert(STORE == 0 || STORE == 1, "STORE must be 0 or 1");
+  static_assert(STORE == 0 || STORE == 1 || (STORE == 2 && MATH_WG <= 2), "STORE must be 0, 1 or 2 (2: two math warpgroups at most)");
   static_assert(RESCALE == 0 || KPIPE == 1, "RESCALE accumulates in place: one k-block in flight (KPIPE 1)");
   static_assert(MATH_WG != 3 || (RESCALE ? BLOCK_N <= 192 : (KPIPE + 1) * BLOCK_N <= 256),
                 "three math warpgroups hold at most 160 registers a thread: (1 + KPIPE) x BLOCK_N / 2 <= 128");
@@ -312,7 +316,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   const int mn_rank = rank % CLUSTER_MN, kr = CLUSTER_K == 2 ? rank / CLUSTER_MN : 0, kbase = kr * CLUSTER_MN;
   const int rm = mn_rank % CLUSTER_M, rn = mn_rank / CLUSTER_M;
   const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
-  // STORE 1 without split-K: the producer's warps 1-3 copy the staged results out while the math
+  // STORE 1 or 2 without split-K: the producer's warps 1-3 copy the staged results out while the math
   // warpgroups go on with the next tile (split-K keeps the math warpgroups' own store: whether a
   // split stores is known only after its count).
   const bool offload = STORE && split_k == 1;
@@ -366,15 +370,15 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       // are in the padding of its staging area's row 0.
       const int st = tid - 32;
 #pragma unroll 1
-      for (int w = 0; w < MATH_WG; w++) at_named_arrive(BAR_FREE + w, STORE_THREADS);  // all free at first
+      for (int i = 0; i < MATH_WG * NBUF; i++) at_named_arrive(BAR_FREE + i, STORE_THREADS);  // all free at first
       unsigned short *const C = (unsigned short *)args.c;
       int passes = 0;
       for (int u = first_unit; u < units; u += unit_step) passes += WAVES * (BLOCK_N / EPI_N) * MATH_WG;
 #pragma unroll 1
       for (int i = 0; i < passes; i++) {
-        const int w = i % MATH_WG;
-        const unsigned char *const src = smem + L::c_off + w * L::c_wg;
-        at_named_barrier(BAR_STAGED + w, STORE_THREADS);
+        const int w = i % MATH_WG, area = w * NBUF + (i / MATH_WG) % NBUF;  // the warpgroup's passes alternate
+        const unsigned char *const src = smem + L::c_off + area * L::c_wg;
+        at_named_barrier(BAR_STAGED + area, STORE_THREADS);
         const int row0 = *(const int *)(src + EPI_N * 2), col0 = *(const int *)(src + EPI_N * 2 + 4);
 #pragma unroll 4
         for (int c = st; c < 64 * CHUNKS; c += 96) {
@@ -383,7 +387,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
           if (grow < M && gcol < N)
             *(uint4 *)(C + (long)grow * N + gcol) = *(const uint4 *)(src + r * L::c_pitch + cc * 16);
         }
-        at_named_arrive(BAR_FREE + w, STORE_THREADS);
+        at_named_arrive(BAR_FREE + area, STORE_THREADS);
       }
     }
     return;
@@ -399,8 +403,8 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   const float *const As = (const float *)args.a_scale;
   const float *const Bs = (const float *)args.b_scale;
   const int nblocks = (N + 127) / 128;
-  unsigned char *const stage_c = smem + L::c_off + w * L::c_wg;
-  int it = 0, xc = 0;  // xc: exchange chunks so far (CLUSTER_K 2), for the parity of xfull and xfree
+  unsigned char *const stage_c0 = smem + L::c_off + w * NBUF * L::c_wg;
+  int it = 0, xc = 0, pc = 0;  // pc: passes staged for the store warps (STORE 2: which area)  // xc: exchange chunks so far (CLUSTER_K 2), for the parity of xfull and xfree
   const at_u32 peer = (at_u32)(rank + (kr ? -CLUSTER_MN : CLUSTER_MN));  // CLUSTER_K 2: same (rm, rn), other k half
 
   for (int u = first_unit; u < units; u += unit_step) {
@@ -640,7 +644,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       // after the last one once its epilogue, which stages through the same area, is done.
       constexpr int HALF = NACC / 2, XF = L::xf;
       static_assert(HALF % XF == 0 && XF % 4 == 0, "exchange chunks of whole float4s");
-      const at_u32 xbuf = base + L::c_off + w * L::c_wg;
+      const at_u32 xbuf = base + L::c_off + w * NBUF * L::c_wg;
       const at_u32 xfull = base + L::xbar_off + w * 16, xfree = xfull + 8;
       const at_u32 peer_buf = at_mapa(xbuf, peer), peer_full = at_mapa(xfull, peer);
       // One copy of the code per rank (indexing res by kr would put it in local memory).
@@ -699,7 +703,9 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
 #pragma unroll
       for (int h = 0; h < BLOCK_N / EPI_N; h++) {
         if (CLUSTER_K == 2 && h != kr) continue;  // the peer stores this half
-        if (offload) at_named_barrier(BAR_FREE + w, STORE_THREADS);  // the store warps are done with it
+        const int area = w * NBUF + (offload ? pc % NBUF : 0);
+        unsigned char *const stage_c = stage_c0 + (area - w * NBUF) * L::c_wg;
+        if (offload) at_named_barrier(BAR_FREE + area, STORE_THREADS);  // the store warps are done with it
 #pragma unroll
         for (int j = 0; j < CHUNKS; j++) {
           const int q = h * CHUNKS + j;  // the 8-column group in the slice
@@ -712,7 +718,8 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
             *(int *)(stage_c + EPI_N * 2) = p.m0 + v * 128 + w * 64;
             *(int *)(stage_c + EPI_N * 2 + 4) = p.n0 + h * EPI_N;
           }
-          at_named_arrive(BAR_STAGED + w, STORE_THREADS);
+          at_named_arrive(BAR_STAGED + area, STORE_THREADS);
+          pc++;
           continue;
         }
         at_named_barrier(1 + w, 128);
@@ -737,6 +744,10 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   // Warpgroup 1's arrival after the very last batch has no batch of warpgroup 0 to wait for it:
   // take it here, so that no barrier is left half-arrived.
   if (PINGPONG_ON && w == 0 && it > 0) at_named_barrier(BAR_TURN_0, 256);
-  // The store warps' arrival after the last copy likewise: this also waits for that copy.
-  if (offload) at_named_barrier(BAR_FREE + w, STORE_THREADS);
+  // The store warps' arrival after the last copy into each area likewise: this also waits for the
+  // copies.
+  if (offload) {
+#pragma unroll
+    for (int b = 0; b < NBUF; b++) at_named_barrier(BAR_FREE + w * NBUF + b, STORE_THREADS);
+  }
 }

@@ -34,10 +34,11 @@ static const param_range SM90_PARAMS[] = {{"BLOCK_M", 64, 256}, {"BLOCK_N", 16, 
                                           {NULL, 0, 0}};
 /* Optional sm90 parameters, with the template's defaults: clusters (CTAs along M sharing B, along N
  * sharing A), k-blocks in flight per math warpgroup, RESCALE (one accumulator rescaled in place
- * instead of a separate result), STORE (the producer's idle warps store the results), CLUSTER_K
+ * instead of a separate result), STORE (the producer's idle warps store the results; 2: from two
+ * staging areas per math warpgroup), CLUSTER_K
  * (two CTAs of a cluster split a tile's k-blocks and exchange halves through shared memory). */
 static const param_range SM90_OPTIONAL[] = {{"CLUSTER_M", 1, 2, 1}, {"CLUSTER_N", 1, 2, 1}, {"KPIPE", 1, 2, 1},
-                                            {"RESCALE", 0, 1, 0},   {"STORE", 0, 1, 0},     {"CLUSTER_K", 1, 2, 1},
+                                            {"RESCALE", 0, 1, 0},   {"STORE", 0, 2, 0},     {"CLUSTER_K", 1, 2, 1},
                                             {NULL, 0, 0, 0}};
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -55,16 +56,17 @@ static int64_t sm90_math_wg(int64_t bm) { return bm == 192 ? 3 : bm >= 128 ? 2 :
  * STAGES x (A + B tiles), a bf16 staging area of 64 rows x (2 EPI_N + 16 or 32) bytes per math
  * warpgroup (EPI_N: BLOCK_N, or half of it above 128 or with CLUSTER_K 2, staged in two passes),
  * with CLUSTER_K 2 at least one exchange chunk (128 threads x up to 32 floats, at_sm90::layout) and two
- * more mbarriers per math warpgroup, two mbarriers per stage and flags. */
-static int64_t sm90_smem_bytes(int64_t bm, int64_t bn, int64_t stages, int64_t ck) {
+ * more mbarriers per math warpgroup, two mbarriers per stage and flags. STORE 2 doubles the staging
+ * areas (the store warps copy one while the math warpgroup stages into the other). */
+static int64_t sm90_smem_bytes(int64_t bm, int64_t bn, int64_t stages, int64_t ck, int64_t store) {
   const int64_t epi_n = bn > 128 || ck == 2 ? bn / 2 : bn, half = bn / 4;
   /* the fewest equal chunks of whole float4s, at most 32 floats each */
   const int64_t xf = half <= 32 ? half : half % 8 == 0 ? half / 2 : half % 12 == 0 ? half / 3 : 4;
   const int64_t x_bytes = ck == 2 ? 128 * xf * 4 : 0;
   const int64_t pitch = epi_n * 2 + (epi_n % 16 == 8 ? 32 : 16); /* padded against bank conflicts */
   const int64_t c_wg = 64 * pitch > x_bytes ? 64 * pitch : x_bytes;
-  return stages * (bm + bn) * 128 + sm90_math_wg(bm) * c_wg + 2 * stages * 8 + (ck == 2 ? 16 * sm90_math_wg(bm) : 0) +
-         16;
+  return stages * (bm + bn) * 128 + sm90_math_wg(bm) * c_wg * (store == 2 ? 2 : 1) + 2 * stages * 8 +
+         (ck == 2 ? 16 * sm90_math_wg(bm) : 0) + 16;
 }
 
 static int has_param(const at_params *p, const char *name) {
@@ -119,7 +121,8 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
     if (at_params_get(p, "CLUSTER_M", 1) == 2 && bn % 16)
       return at_fail(AT_ERR_INPUT, "family sm90: CLUSTER_M = 2 needs BLOCK_N a multiple of 16 (got %lld)", (long long)bn);
     out[0] = 128 * (1 + sm90_math_wg(bm));
-    out[1] = sm90_smem_bytes(bm, bn, at_params_get(p, "STAGES", 0), at_params_get(p, "CLUSTER_K", 1));
+    out[1] = sm90_smem_bytes(bm, bn, at_params_get(p, "STAGES", 0), at_params_get(p, "CLUSTER_K", 1),
+                             at_params_get(p, "STORE", 0));
     return AT_OK;
   }
   return at_fail(AT_ERR_INPUT, "unknown family '%s' (gemm_a8w8_blockscale has: mma, sm90)", family);

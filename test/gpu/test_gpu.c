@@ -117,7 +117,8 @@ static void sm90_random(void) {
     /* two k-blocks in flight: one slice per warpgroup, no turns, 3 x BLOCK_N / 2 registers */
     int kpipe = !rescale && bm <= 128 && pingpong == 0 && (bm == 64 || bn <= 128) && ((r >> 60) & 1) ? 2 : 1;
     if (rescale && bn > 128 && stages > 3) stages = 3; /* 128 x 256 holds 4 stages at most */
-    int store = (int)((r >> 3) & 1); /* the producer's warps store the results */
+    int store = (int)((r >> 3) % 3); /* the producer's warps store the results (2: from two areas) */
+    if (store == 2 && stages > 3) stages = 3; /* two staging areas leave room for 3 stages at 256 x 128 */
     /* two CTAs of a cluster split each tile's k-blocks: one-split kernels of one slice, no store
      * warps; with a multicast pair, clusters of four */
     int ck = 1;
