@@ -68,9 +68,9 @@
 // do not fill the GPU: two CTAs take each tile, rank r the half kr = r / CLUSTER_MN of its
 // k-blocks, each with its own pipeline. With CLUSTER_M or CLUSTER_N 2 as well (clusters of four),
 // the CTAs of one k half multicast among themselves as below, ranks offset by kr CLUSTER_MN: a
-// tile of 128 x 256 split in K alone reads 1.5 times the bytes per product of one that shares B,
-// which at 128 CTAs the L2 does not serve (measured: 23.6 us for 512 x 4096 x 4096, 19.6 us for
-// 128 x 128 tiles in clusters of two along M). Clusters are
+// tile of 128 x 256 split in K alone loads 1.5 times the bytes per product of one that shares B.
+// (Measured on the H100, docs/perf.md: 21.4 us for 512 x 4096 x 4096 split, 19.6 us unsplit in
+// 128 x 128 tiles paired along M; clusters of four twice as slow, not all of them resident.) Clusters are
 // scheduled whole, so each CTA may wait on its peer, which the split-K of the workspace (whose
 // splits need not run at the same time) cannot. After its k-blocks, rank kr keeps columns
 // [kr BLOCK_N / 2, (kr + 1) BLOCK_N / 2) of the tile and sends its partial of the other half to
