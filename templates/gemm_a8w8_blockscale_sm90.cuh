@@ -185,8 +185,8 @@ __device__ __forceinline__ void exchange(float (&res)[NACC], int &xc, at_u32 pee
       // Free the area only once the loads have returned: the sums that use them are emitted before
       // the arrival (else ptxas may place the adds after it, and the peer's next chunk could land
       // before a load has read this one). Then the warp's lane 0 frees it (xfree counts 4).
-      // KNOWN BUG, not this: BLOCK_M 128, BLOCK_N 144, STAGES 2 gives wrong elements in about one
-      // check in eight with and without this fence (scripts/check_ksplit.yaml, docs/perf.md).
+      // KNOWN BUG, not this: BLOCK_M 128, BLOCK_N 144, STAGES 2 gives wrong elements in some
+      // checks with and without this fence (scripts/check_ksplit.yaml, docs/perf.md).
 #pragma unroll
       for (int i = KEEP + c * XF; i < KEEP + (c + 1) * XF; i++) at_reg_fence(res[i]);
       __syncwarp();
