@@ -411,7 +411,9 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   const float *const Bs = (const float *)args.b_scale;
   const int nblocks = (N + 127) / 128;
   unsigned char *const stage_c0 = smem + L::c_off + w * NBUF * L::c_wg;
-  int it = 0, xc = 0, pc = 0;  // pc: passes staged for the store warps (STORE 2: which area)  // xc: exchange chunks so far (CLUSTER_K 2), for the parity of xfull and xfree
+  // it: k-blocks taken (stage and phase); xc: exchange chunks (CLUSTER_K 2: parity of xfull and
+  // xfree); pc: passes staged for the store warps (STORE 2: which of the two areas).
+  int it = 0, xc = 0, pc = 0;
   const at_u32 peer = (at_u32)(rank + (kr ? -CLUSTER_MN : CLUSTER_MN));  // CLUSTER_K 2: same (rm, rn), other k half
 
   for (int u = first_unit; u < units; u += unit_step) {
@@ -651,7 +653,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       // after the last one once its epilogue, which stages through the same area, is done.
       constexpr int HALF = NACC / 2, XF = L::xf;
       static_assert(HALF % XF == 0 && XF % 4 == 0, "exchange chunks of whole float4s");
-      const at_u32 xbuf = base + L::c_off + w * NBUF * L::c_wg;
+      const at_u32 xbuf = base + L::c_off + w * NBUF * L::c_wg;  // this warpgroup's staging area
       const at_u32 xfull = base + L::xbar_off + w * 16, xfree = xfull + 8;
       const at_u32 peer_buf = at_mapa(xbuf, peer), peer_full = at_mapa(xfull, peer);
       // One copy of the code per rank (indexing res by kr would put it in local memory).
@@ -710,8 +712,8 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
 #pragma unroll
       for (int h = 0; h < BLOCK_N / EPI_N; h++) {
         if (CLUSTER_K == 2 && h != kr) continue;  // the peer stores this half
-        const int area = w * NBUF + (offload ? pc % NBUF : 0);
-        unsigned char *const stage_c = stage_c0 + (area - w * NBUF) * L::c_wg;
+        const int buf = offload ? pc % NBUF : 0, area = w * NBUF + buf;
+        unsigned char *const stage_c = stage_c0 + buf * L::c_wg;
         if (offload) at_named_barrier(BAR_FREE + area, STORE_THREADS);  // the store warps are done with it
 #pragma unroll
         for (int j = 0; j < CHUNKS; j++) {
