@@ -85,14 +85,6 @@ __device__ __forceinline__ at_u32 at_cluster_rank() {
   return r;
 }
 
-// The grid's width, read anew at every call (volatile): a value recomputed where it is used instead
-// of held in a register across a main loop (gridDim.x would be read once and kept live).
-__device__ __forceinline__ int at_grid_width() {
-  at_u32 r;
-  asm volatile("mov.u32 %0, %%nctaid.x;\n" : "=r"(r));
-  return (int)r;
-}
-
 __device__ __forceinline__ at_u32 at_cluster_size() {
   at_u32 r;
   asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));

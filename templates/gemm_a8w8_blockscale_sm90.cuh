@@ -202,62 +202,24 @@ struct kscales {
   float a[2 * WAVES], b[3];
 };
 
-// The persistent walk's units: the first `full` tiles whole, then `tail` tiles in `nsplit` ranges of
-// k-blocks each (unit full + i: tile full + i % tail, range i / tail). SPLIT_K > 1 splits every tile
-// (full 0); TAIL_SPLIT splits only the tiles of the last, partial wave, into as many ranges as
-// fill the grid (at most TAIL_SPLIT), so that the wave ends with every SM busy. The host's launch
-// rule (engine/ops/gemm_a8w8_blockscale.c) computes the same from the same numbers: the grid it
-// sizes is what this reads back (clusters), and its workspace holds tail x nsplit partial tiles.
-struct schedule {
-  int full, tail, nsplit, units;
-};
-
-// The fewest ranges of at most `most` k-blocks' worth that cover kb_total k-blocks evenly: per =
-// ceil(kb_total / most), then ceil(kb_total / per) ranges, none empty (idempotent: applied to its
-// own result it returns it, which keeps the host's grid and this kernel's reading of it in step).
-__device__ __forceinline__ int even_splits(int kb_total, int most) {
-  const int per = (kb_total + most - 1) / most;
-  return (kb_total + per - 1) / per;
-}
-
-__device__ __forceinline__ schedule plan(int tiles, int kb_total, int split_k, int tail_split, int clusters) {
-  schedule s{tiles, 0, 1, tiles};
-  if (split_k > 1) {
-    s.full = 0, s.tail = tiles, s.nsplit = split_k;
-  } else if (tail_split > 1) {
-    const int rem = tiles % clusters;  // the last wave's tiles (all of them when they fill less than one)
-    const int most = rem ? min(min(tail_split, clusters / rem), kb_total) : 1;
-    if (most > 1) s.full = tiles - rem, s.tail = rem, s.nsplit = even_splits(kb_total, most);
-  }
-  s.units = s.full + s.tail * s.nsplit;
-  return s;
-}
-
-// Unit u of the persistent walk: its tile's first row and column, its range of k-blocks, and
-// (split units) its tile's index among the split ones, whose workspace it uses.
+// Unit u of the persistent walk: its tile's first row and column, and its range of k-blocks.
 struct unit_pos {
-  int tile, split, nsplit, wtile, m0, n0, kb0, kb1;
+  int tile, split, m0, n0, kb0, kb1;
 };
 
-template <int BLOCK_M, int BLOCK_N, bool SPLIT>
-__device__ __forceinline__ unit_pos locate(int u, const schedule &sc, int tiles_m, int tiles_n, int kb_total, int group) {
+template <int BLOCK_M, int BLOCK_N>
+__device__ __forceinline__ unit_pos locate(int u, int tiles_m, int tiles_n, int kb_total, int group, int split_k) {
   unit_pos p;
-  if (!SPLIT || u < sc.full) {
-    p.tile = u, p.split = 0, p.nsplit = 1, p.wtile = 0;
-  } else {
-    const int i = u - sc.full;
-    p.split = i / sc.tail;
-    p.wtile = i - p.split * sc.tail;
-    p.tile = sc.full + p.wtile;
-    p.nsplit = sc.nsplit;
-  }
+  const int tiles = tiles_m * tiles_n;
+  p.split = u / tiles;
+  p.tile = u - p.split * tiles;
   const int group_size = group * tiles_n;
   const int first_m = p.tile / group_size * group;
   const int group_m = min(tiles_m - first_m, group);
   const int in_group = p.tile % group_size;
   p.m0 = (first_m + in_group % group_m) * BLOCK_M;
   p.n0 = (in_group / group_m) * BLOCK_N;
-  const int per = (kb_total + p.nsplit - 1) / p.nsplit;
+  const int per = (kb_total + split_k - 1) / split_k;
   p.kb0 = min(kb_total, p.split * per);
   p.kb1 = min(kb_total, p.kb0 + per);
   return p;
@@ -276,7 +238,7 @@ __device__ __forceinline__ void k_half(unit_pos &p, int kr) {
 }  // namespace at_sm90
 
 template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PINGPONG, int CLUSTER_M = 1,
-          int CLUSTER_N = 1, int KPIPE = 1, int RESCALE = 0, int STORE = 0, int CLUSTER_K = 1, int TAIL_SPLIT = 0>
+          int CLUSTER_N = 1, int KPIPE = 1, int RESCALE = 0, int STORE = 0, int CLUSTER_K = 1>
 __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 128 ? 2 : 1)), 1)
     gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
                               const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_b) {
@@ -309,8 +271,6 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 16 && BLOCK_N <= 256, "BLOCK_N must be a multiple of 16, at most 256");
   static_assert(STAGES >= 2, "STAGES must be at least 2");
   static_assert(GROUP_M >= 0 && SPLIT_K >= 0, "GROUP_M and SPLIT_K: positive, or 0 to take them from args");
-  static_assert(TAIL_SPLIT >= 0 && (TAIL_SPLIT == 0 || (SPLIT_K == 1 && CLUSTER_K == 1)),
-                "TAIL_SPLIT (split the last wave's tiles): SPLIT_K 1 and CLUSTER_K 1");
   static_assert(PINGPONG >= 0 && PINGPONG <= 2, "PINGPONG must be 0, 1 or 2");
   static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && (CLUSTER_N == 1 || CLUSTER_N == 2), "CLUSTER_M, CLUSTER_N: 1 or 2");
   static_assert(KPIPE == 1 || (KPIPE == 2 && WAVES == 1 && !PINGPONG_ON), "KPIPE 2 needs one slice and no turns");
@@ -355,13 +315,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   const int M = args.m, N = args.n, KB = args.k / 128;
   // Tiles of the cluster (one CTA's tile without clusters) are what the walk hands out.
   const int tiles_m = (M + CM_ROWS - 1) / CM_ROWS, tiles_n = (N + CN_COLS - 1) / CN_COLS;
-  const int tiles = tiles_m * tiles_n;
-  // The walk's schedule, recomputed where it is used (at_grid_width is volatile) rather than held in
-  // registers across the main loop, which spilled the epilogue's values to local memory.
-  auto sched_now = [&]() { return at_sm90::plan(tiles, KB, split_k, TAIL_SPLIT, at_grid_width() / CLUSTER); };
-  const int units = sched_now().units;
-  // The split-K code (workspace partials, counters) is compiled only where a unit may be split.
-  constexpr bool SPLIT_CODE = SPLIT_K != 1 || TAIL_SPLIT > 1;
+  const int tiles = tiles_m * tiles_n, units = tiles * split_k;
   const int wg = tid / 128;
   const int rank = CLUSTER > 1 ? (int)at_cluster_rank() : 0;
   // Rank r: k half kr = r / CLUSTER_MN, and (rm, rn) in the cluster tile from r % CLUSTER_MN. The
@@ -369,9 +323,10 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   const int mn_rank = rank % CLUSTER_MN, kr = CLUSTER_K == 2 ? rank / CLUSTER_MN : 0, kbase = kr * CLUSTER_MN;
   const int rm = mn_rank % CLUSTER_M, rn = mn_rank / CLUSTER_M;
   const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
-  // STORE 1 or 2: the producer's warps 1-3 copy the staged results of whole tiles out while the
-  // math warpgroups go on with the next tile. A split unit keeps the math warpgroups' own store
-  // (whether it stores is known only after its count); split units come last in every walk.
+  // STORE 1 or 2 without split-K: the producer's warps 1-3 copy the staged results out while the math
+  // warpgroups go on with the next tile (split-K keeps the math warpgroups' own store: whether a
+  // split stores is known only after its count).
+  const bool offload = STORE && split_k == 1;
   constexpr int EPI_N = L::epi_n, CHUNKS = EPI_N / 8;  // 16-byte chunks per staged row
 
   if (wg == 0) {
@@ -388,7 +343,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       const unsigned short b_mask = (unsigned short)((((1u << CLUSTER_M) - 1u) << (CLUSTER_M * rn)) << kbase);
       int it = 0;
       for (int u = first_unit; u < units; u += unit_step) {
-        at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS, SPLIT_CODE>(u, sched_now(), tiles_m, tiles_n, KB, group_m);
+        at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS>(u, tiles_m, tiles_n, KB, group_m, split_k);
         if (CLUSTER_K == 2) at_sm90::k_half(p, kr);
         const int a_row = min(p.m0 + rm * BLOCK_M + rn * A_ROWS, M - 1);
         const int b_row = min(p.n0 + rn * BLOCK_N + rm * B_ROWS, N - 1);
@@ -415,7 +370,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       for (int i = 0; i < (CLUSTER_MN > 1 ? STAGES : 0); i++, it++)
         at_mbar_wait(empty0 + (it % STAGES) * 8, ((at_u32)(it / STAGES) & 1u) ^ 1u);
     }
-    if (STORE && tid >= 32) {
+    if (offload && tid >= 32) {
       // The store warps: for every pass that a math warpgroup stages (in the order the math
       // warpgroups stage them: unit, slice, column pass, warpgroup), copy the 64 staged rows out
       // in 16-byte stores, rows >= M and columns >= N skipped. The pass's first row and column
@@ -425,9 +380,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       for (int i = 0; i < MATH_WG * NBUF; i++) at_named_arrive(BAR_FREE + i, STORE_THREADS);  // all free at first
       unsigned short *const C = (unsigned short *)args.c;
       int passes = 0;
-      const at_sm90::schedule sched = sched_now();
-      for (int u = first_unit; u < units; u += unit_step)
-        if (!SPLIT_CODE || u < sched.full || sched.nsplit == 1) passes += WAVES * (BLOCK_N / EPI_N) * MATH_WG;
+      for (int u = first_unit; u < units; u += unit_step) passes += WAVES * (BLOCK_N / EPI_N) * MATH_WG;
 #pragma unroll 1
       for (int i = 0; i < passes; i++) {
         const int w = i % MATH_WG, area = w * NBUF + (i / MATH_WG) % NBUF;  // the warpgroup's passes alternate
@@ -461,11 +414,10 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   // it: k-blocks taken (stage and phase); xc: exchange chunks (CLUSTER_K 2: parity of xfull and
   // xfree); pc: passes staged for the store warps (STORE 2: which of the two areas).
   int it = 0, xc = 0, pc = 0;
-  bool drained = false;  // STORE: the store warps' final arrivals taken (their copies are done)
   const at_u32 peer = (at_u32)(rank + (kr ? -CLUSTER_MN : CLUSTER_MN));  // CLUSTER_K 2: same (rm, rn), other k half
 
   for (int u = first_unit; u < units; u += unit_step) {
-    at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS, SPLIT_CODE>(u, sched_now(), tiles_m, tiles_n, KB, group_m);
+    at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS>(u, tiles_m, tiles_n, KB, group_m, split_k);
     if (CLUSTER_K == 2) at_sm90::k_half(p, kr);
     p.m0 += rm * BLOCK_M, p.n0 += rn * BLOCK_N;  // this CTA's tile of the cluster tile
     // The tile's result; with RESCALE also the wgmma accumulator, in the units of the k-block it
@@ -712,89 +664,57 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       at_named_barrier(1 + w, 128);  // every thread has read its chunk: the epilogue may stage
     }
 
-    unsigned short *const C = (unsigned short *)args.c;
-    // This warpgroup's copy of a staged pass to C: 16-byte coalesced stores, rows >= M and columns
-    // >= N skipped; the barriers around it hand the staging area over and back.
-    auto copy_out = [&](const unsigned char *stage_c, int row0, int col0) {
+    if (split_k > 1) {
+      // Publish this split's partial, count it; the last split to arrive reduces.
+      // CTA tiles are numbered cluster tile by cluster tile: tile x CLUSTER + rank.
+      const int ctile = p.tile * CLUSTER + rank, ctiles = tiles * CLUSTER;
+      const int counter = ctile * MATH_WG + w;
+      if (ctiles * MATH_WG > args.ws_counters) __trap();
+      unsigned *const counters = (unsigned *)args.counters;
+      float *const partials = (float *)args.partials;
+      const long tile_floats = (long)BLOCK_M * BLOCK_N;
+      float *const mine = partials + ((long)p.split * ctiles + ctile) * tile_floats;
+#pragma unroll
+      for (int v = 0; v < WAVES; v++)
+#pragma unroll
+        for (int j = 0; j < BLOCK_N / 8; j++)
+          *(float4 *)(mine + ((long)(v * MATH_WG + w) * 64 * BLOCK_N) + ((long)j * 128 + t) * 4) =
+              make_float4(res[v][4 * j], res[v][4 * j + 1], res[v][4 * j + 2], res[v][4 * j + 3]);
+      __threadfence();
       at_named_barrier(1 + w, 128);
-#pragma unroll 4
-      for (int c = t; c < 64 * CHUNKS; c += 128) {
-        const int r = c / CHUNKS, cc = c % CHUNKS;
-        const int grow = row0 + r, gcol = col0 + cc * 8;
-        if (grow < M && gcol < N) *(uint4 *)(C + (long)grow * N + gcol) = *(const uint4 *)(stage_c + r * L::c_pitch + cc * 16);
-      }
-      at_named_barrier(1 + w, 128);  // the staging area is free again
-    };
-
-    if (SPLIT_CODE) {
-      // A split unit (looked up again here rather than held across the main loop): publish its
-      // partial and count it; the last split to arrive sums the partials in split order straight
-      // from the workspace into the staging area (the accumulators are free by then, which keeps
-      // this path from taking registers away from the main loop) and stores the tile itself.
-      const at_sm90::schedule sc = sched_now();
-      if (u >= sc.full && sc.nsplit > 1) {
-        // The split CTA tiles are numbered cluster tile by cluster tile: wtile x CLUSTER + rank.
-        const int i = u - sc.full, split = i / sc.tail, wtile = i - split * sc.tail;
-        const int ctile = wtile * CLUSTER + rank, ctiles = sc.tail * CLUSTER;
-        const int counter = ctile * MATH_WG + w;
-        if (ctiles * MATH_WG > args.ws_counters) __trap();
-        unsigned *const counters = (unsigned *)args.counters;
-        const long tile_floats = (long)BLOCK_M * BLOCK_N, split_floats = (long)ctiles * tile_floats;
-        // This warpgroup's fragments of its tile in the partial of split 0: float4 (v, j, t) holds
-        // res[v][4 j .. 4 j + 3] of thread t.
-        float *const part0 = (float *)args.partials + ctile * tile_floats + (long)w * 64 * BLOCK_N + t * 4;
+      if (t == 0) last_flag[w] = atomicAdd(&counters[counter], 1u) == (unsigned)(split_k - 1);
+      at_named_barrier(1 + w, 128);
+      if (!last_flag[w]) continue;
+      __threadfence();
+#pragma unroll
+      for (int v = 0; v < WAVES; v++)
+#pragma unroll
+        for (int i = 0; i < NACC; i++) res[v][i] = 0.f;
+      for (int sp = 0; sp < split_k; sp++) {
+        const float *src = partials + ((long)sp * ctiles + ctile) * tile_floats;
 #pragma unroll
         for (int v = 0; v < WAVES; v++)
 #pragma unroll
-          for (int j = 0; j < BLOCK_N / 8; j++)
-            *(float4 *)(part0 + split * split_floats + (long)v * MATH_WG * 64 * BLOCK_N + j * 512) =
-                make_float4(res[v][4 * j], res[v][4 * j + 1], res[v][4 * j + 2], res[v][4 * j + 3]);
-        __threadfence();
-        at_named_barrier(1 + w, 128);
-        if (t == 0) last_flag[w] = atomicAdd(&counters[counter], 1u) == (unsigned)(sc.nsplit - 1);
-        at_named_barrier(1 + w, 128);
-        if (!last_flag[w]) continue;
-        __threadfence();
-        if (t == 0) counters[counter] = 0;
-        // The store warps may still be copying this warpgroup's last whole tile out of its staging
-        // areas: take their final arrivals (no whole tile follows a split one).
-        if (STORE && !drained) {
-#pragma unroll
-          for (int b = 0; b < NBUF; b++) at_named_barrier(BAR_FREE + w * NBUF + b, STORE_THREADS);
-          drained = true;
-        }
-        for (int v = 0; v < WAVES; v++) {
-          for (int h = 0; h < BLOCK_N / EPI_N; h++) {
-#pragma unroll 1
-            for (int j = 0; j < CHUNKS; j++) {
-              const float *src = part0 + (long)v * MATH_WG * 64 * BLOCK_N + (h * CHUNKS + j) * 512;
-              float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 1
-              for (int sp = 0; sp < sc.nsplit; sp++) {
-                const float4 x = __ldcg((const float4 *)(src + sp * split_floats));
-                sum.x += x.x, sum.y += x.y, sum.z += x.z, sum.w += x.w;
-              }
-              *(at_u32 *)(stage_c0 + lrow * L::c_pitch + (8 * j + colq) * 2) = at_pack_bf16x2(sum.x, sum.y);
-              *(at_u32 *)(stage_c0 + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) = at_pack_bf16x2(sum.z, sum.w);
-            }
-            copy_out(stage_c0, p.m0 + v * 128 + w * 64, p.n0 + h * EPI_N);
+          for (int j = 0; j < BLOCK_N / 8; j++) {
+            const float4 x = __ldcg((const float4 *)(src + ((long)(v * MATH_WG + w) * 64 * BLOCK_N) + ((long)j * 128 + t) * 4));
+            res[v][4 * j] += x.x, res[v][4 * j + 1] += x.y, res[v][4 * j + 2] += x.z, res[v][4 * j + 3] += x.w;
           }
-        }
-        continue;
       }
+      if (t == 0) counters[counter] = 0;
     }
 
     // Epilogue, slice by slice and pass by pass (epi_n columns each): bf16 through this
-    // warpgroup's staging area, then 16-byte coalesced stores, by this warpgroup or (STORE) by
+    // warpgroup's staging area, then 16-byte coalesced stores, by this warpgroup or (offload) by
     // the store warps.
+    unsigned short *const C = (unsigned short *)args.c;
 #pragma unroll
     for (int v = 0; v < WAVES; v++) {
 #pragma unroll
       for (int h = 0; h < BLOCK_N / EPI_N; h++) {
         if (CLUSTER_K == 2 && h != kr) continue;  // the peer stores this half
-        const int buf = STORE ? pc % NBUF : 0, area = w * NBUF + buf;
+        const int buf = offload ? pc % NBUF : 0, area = w * NBUF + buf;
         unsigned char *const stage_c = stage_c0 + buf * L::c_wg;
-        if (STORE) at_named_barrier(BAR_FREE + area, STORE_THREADS);  // the store warps are done with it
+        if (offload) at_named_barrier(BAR_FREE + area, STORE_THREADS);  // the store warps are done with it
 #pragma unroll
         for (int j = 0; j < CHUNKS; j++) {
           const int q = h * CHUNKS + j;  // the 8-column group in the slice
@@ -802,7 +722,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
           *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) =
               at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
         }
-        if (STORE) {
+        if (offload) {
           if (t == 0) {
             *(int *)(stage_c + EPI_N * 2) = p.m0 + v * 128 + w * 64;
             *(int *)(stage_c + EPI_N * 2 + 4) = p.n0 + h * EPI_N;
@@ -811,7 +731,15 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
           pc++;
           continue;
         }
-        copy_out(stage_c, p.m0 + v * 128 + w * 64, p.n0 + h * EPI_N);
+        at_named_barrier(1 + w, 128);
+#pragma unroll 4
+        for (int c = t; c < 64 * CHUNKS; c += 128) {
+          const int r = c / CHUNKS, cc = c % CHUNKS;
+          const int grow = p.m0 + v * 128 + w * 64 + r, gcol = p.n0 + h * EPI_N + cc * 8;
+          if (grow < M && gcol < N)
+            *(uint4 *)(C + (long)grow * N + gcol) = *(const uint4 *)(stage_c + r * L::c_pitch + cc * 16);
+        }
+        at_named_barrier(1 + w, 128);  // the staging area is free again
       }
     }
     if constexpr (CLUSTER_K == 2) {
@@ -827,7 +755,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   if (PINGPONG_ON && w == 0 && it > 0) at_named_barrier(BAR_TURN_0, 256);
   // The store warps' arrival after the last copy into each area likewise: this also waits for the
   // copies.
-  if (STORE && !drained) {
+  if (offload) {
 #pragma unroll
     for (int b = 0; b < NBUF; b++) at_named_barrier(BAR_FREE + w * NBUF + b, STORE_THREADS);
   }

@@ -36,11 +36,10 @@ static const param_range SM90_PARAMS[] = {{"BLOCK_M", 64, 256}, {"BLOCK_N", 16, 
  * sharing A), k-blocks in flight per math warpgroup, RESCALE (one accumulator rescaled in place
  * instead of a separate result), STORE (the producer's idle warps store the results; 2: from two
  * staging areas per math warpgroup), CLUSTER_K
- * (two CTAs of a cluster split a tile's k-blocks and exchange halves through shared memory),
- * TAIL_SPLIT (the last, partial wave's tiles split in K, up to that many ways; 0 off). */
+ * (two CTAs of a cluster split a tile's k-blocks and exchange halves through shared memory). */
 static const param_range SM90_OPTIONAL[] = {{"CLUSTER_M", 1, 2, 1}, {"CLUSTER_N", 1, 2, 1}, {"KPIPE", 1, 2, 1},
                                             {"RESCALE", 0, 1, 0},   {"STORE", 0, 2, 0},     {"CLUSTER_K", 1, 2, 1},
-                                            {"TAIL_SPLIT", 0, 16, 0}, {NULL, 0, 0, 0}};
+                                            {NULL, 0, 0, 0}};
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
@@ -119,9 +118,6 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
       return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M must be 64, 128, 192 or 256 (got %lld)", (long long)bm);
     for (const param_range *r = SM90_OPTIONAL; r->name; r++)
       AT_TRY(check_param(family, r->name, at_params_get(p, r->name, r->absent)));
-    if (at_params_get(p, "TAIL_SPLIT", 0) > 1 &&
-        (at_params_get(p, "SPLIT_K", 1) != 1 || at_params_get(p, "CLUSTER_K", 1) != 1))
-      return at_fail(AT_ERR_INPUT, "family sm90: TAIL_SPLIT needs SPLIT_K = 1 and CLUSTER_K = 1");
     if (at_params_get(p, "CLUSTER_M", 1) == 2 && bn % 16)
       return at_fail(AT_ERR_INPUT, "family sm90: CLUSTER_M = 2 needs BLOCK_N a multiple of 16 (got %lld)", (long long)bn);
     out[0] = 128 * (1 + sm90_math_wg(bm));
@@ -155,13 +151,6 @@ static int check_shape(const at_shape *s, int *dim) {
   return AT_OK;
 }
 
-/* TAIL_SPLIT (templates/gemm_a8w8_blockscale_sm90.cuh, at_sm90::plan): the k-ranges that `most`
- * allows, evened out so that none is empty. */
-static int64_t even_splits(int64_t kb, int64_t most) {
-  const int64_t per = div_up(kb, most);
-  return div_up(kb, per);
-}
-
 static int launch(const char *family, const at_params *p, const at_shape *s, int sm_count, at_launch *out) {
   int64_t derived[2];
   AT_TRY(derive(family, p, derived));
@@ -178,23 +167,7 @@ static int launch(const char *family, const at_params *p, const at_shape *s, int
     int64_t cm = at_params_get(p, "CLUSTER_M", 1), cn = at_params_get(p, "CLUSTER_N", 1);
     int64_t cluster = cm * cn * at_params_get(p, "CLUSTER_K", 1);
     int64_t ctiles = div_up(s->m, bm * cm) * div_up(s->n, bn * cn), units = ctiles * split;
-    /* TAIL_SPLIT: the tiles of the last wave (on as many clusters as fit; all the tiles when they fill
-     * less than one) split in K, as many ways as the free clusters allow, up to TAIL_SPLIT. The
-     * kernel's at_sm90::plan reads the same split back from the grid this sizes. */
-    int64_t tail_split = at_params_get(p, "TAIL_SPLIT", 0), tail = 0, nsplit = split;
-    int64_t fit = sm_count > 0 && sm_count / cluster > 0 ? sm_count / cluster : INT32_MAX;
-    if (tail_split > 1 && split == 1) {
-      int64_t rem = ctiles % fit, most = rem ? fit / rem : 1, kb = s->k / 128;
-      if (most > tail_split) most = tail_split;
-      if (most > kb) most = kb;
-      if (most > 1) {
-        tail = rem, nsplit = even_splits(kb, most);
-        units = ctiles - rem + rem * nsplit;
-      }
-    } else if (split > 1) {
-      tail = ctiles;
-    }
-    int64_t clusters = units > fit ? fit : units;
+    int64_t clusters = sm_count > 0 && units > sm_count / cluster ? sm_count / cluster : units;
     if (clusters < 1) clusters = 1;
     out->grid[0] = (unsigned)(clusters * cluster);
     out->grid[1] = out->grid[2] = 1;
@@ -202,9 +175,9 @@ static int launch(const char *family, const at_params *p, const at_shape *s, int
     out->block[1] = out->block[2] = 1;
     out->cluster = (unsigned)cluster;
     out->smem_bytes = (unsigned)derived[1];
-    if (tail > 0) {
-      out->ws_counters = tail * cluster * sm90_math_wg(bm);
-      out->ws_partial_bytes = (size_t)(nsplit * tail * cluster * bm * bn * 4);
+    if (split > 1) {
+      out->ws_counters = ctiles * cluster * sm90_math_wg(bm);
+      out->ws_partial_bytes = (size_t)(split * ctiles * cluster * bm * bn * 4);
     }
     return AT_OK;
   }

@@ -123,16 +123,13 @@ static void sm90_random(void) {
      * warps; with a multicast pair, clusters of four */
     int ck = 1;
     if (cm * cn <= 2 && bm <= 128 && ((r >> 1) & 1)) ck = 2, split = 1, store = 0;
-    /* the last wave's tiles split in K, up to 2-8 ways: one-split kernels without CLUSTER_K */
-    int tail = ck == 1 && split == 1 && ((r >> 7) & 1) ? 2 + (int)((r >> 24) % 7) : 0;
     fprintf(f,
             "  - name: s%d\n    family: sm90\n    template: %s/templates/gemm_a8w8_blockscale_sm90.cuh\n"
             "    entry: \"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, "
-            "CLUSTER_N, KPIPE, RESCALE, STORE, CLUSTER_K, TAIL_SPLIT>\"\n"
+            "CLUSTER_N, KPIPE, RESCALE, STORE, CLUSTER_K>\"\n"
             "    params: {BLOCK_M: %d, BLOCK_N: %d, STAGES: %d, GROUP_M: %d, SPLIT_K: %d, PINGPONG: %d, CLUSTER_M: %d, "
-            "CLUSTER_N: %d, KPIPE: %d, RESCALE: %d, STORE: %d, CLUSTER_K: %d, TAIL_SPLIT: %d}\n",
-            v, getenv("AT_TEST_SOURCE_ROOT"), bm, bn, stages, group, split, pingpong, cm, cn, kpipe, rescale, store, ck,
-            tail);
+            "CLUSTER_N: %d, KPIPE: %d, RESCALE: %d, STORE: %d, CLUSTER_K: %d}\n",
+            v, getenv("AT_TEST_SOURCE_ROOT"), bm, bn, stages, group, split, pingpong, cm, cn, kpipe, rescale, store, ck);
   }
   fprintf(f, "shapes:\n");
   for (int i = 0; i < 3; i++) {
