@@ -81,8 +81,10 @@
 //     bytes may land first: the phase cannot complete while the local arrival is pending);
 //   xfree[w] (in the sender, count 4): lane 0 of each of the receiver's warps, once the warp has
 //     read a chunk (for the last chunk of a unit, once its epilogue, which stages through the
-//     same area, is done). As the stage release above: default (CTA-scope) release, the reads
-//     being complete in registers.
+//     same area, is done). Before it, each thread fences the proxies (fence.proxy.async): its
+//     generic reads and writes of the area precede the peer's st.async writes into it. Without
+//     that fence some chunks were corrupted (about 1 check in 5 at 128 x 160 RESCALE, 2 stages;
+//     scripts/bisect_ksplit2.yaml, docs/perf.md), even though the reads had completed.
 //   Both are waited with parity of the chunk count xc (xfree with xc & 1 ^ 1: a fresh barrier
 //   passes the first round), the same on both ranks: they walk the same units.
 // Each rank then stores its half. Each element is summed once, by one rank, as own + peer's: the
@@ -184,11 +186,11 @@ __device__ __forceinline__ void exchange(float (&res)[NACC], int &xc, at_u32 pee
     if (c + 1 < NCH) {
       // Free the area only once the loads have returned: the sums that use them are emitted before
       // the arrival (else ptxas may place the adds after it, and the peer's next chunk could land
-      // before a load has read this one). Then the warp's lane 0 frees it (xfree counts 4).
-      // KNOWN BUG, not this: BLOCK_M 128, BLOCK_N 144, STAGES 2 gives wrong elements in some
-      // checks with and without this fence (scripts/check_ksplit.yaml, docs/perf.md).
+      // before a load has read this one). The proxy fence orders these generic reads before the
+      // peer's st.async writes of the next chunk. Then the warp's lane 0 frees it (xfree counts 4).
 #pragma unroll
       for (int i = KEEP + c * XF; i < KEEP + (c + 1) * XF; i++) at_reg_fence(res[i]);
+      at_fence_proxy_async_smem();
       __syncwarp();
       at_mbar_arrive_cluster_if(xfree, peer, (t % 32) == 0);
     }
@@ -743,8 +745,10 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       }
     }
     if constexpr (CLUSTER_K == 2) {
-      // The epilogue is done with the staging area (its last barrier): the peer may send into it.
+      // The epilogue is done with the staging area (its last barrier): the peer may send into it,
+      // once the epilogue's generic accesses are ordered before its st.async (the proxy fence).
       // Not after the last unit: the peer waits for no more, and may have exited.
+      at_fence_proxy_async_smem();
       __syncwarp();
       at_mbar_arrive_cluster_if(base + L::xbar_off + w * 16 + 8, peer,
                                 lane == 0 && u + unit_step < units);
