@@ -22,12 +22,15 @@ void at_device_file_name(const at_device_entry *dev, int product, char *out, siz
   out[j] = 0;
 }
 
-/* The tuned rows of one (N, K), organised: the distinct M, each M's best time, and lookups. */
+/* The tuned rows of one (N, K), organised: the distinct M, each M's best time, and lookups (`sorted`:
+ * the same rows by candidate, then M, for time_at). */
 typedef struct tuned {
-  at_tuned_row *rows;
+  at_tuned_row *rows, *sorted;
   size_t nrows;
   int64_t ms[64];
   double best[64];
+  int64_t winner[64]; /* each M's winner (winner_at) and its time: the default file's reference */
+  double win_time[64];
   int nm;
 } tuned;
 
@@ -37,10 +40,27 @@ static int m_index(const tuned *t, int64_t m) {
   return -1;
 }
 
+static int cmp_row(const void *a, const void *b) {
+  const at_tuned_row *x = a, *y = b;
+  if (x->candidate_id != y->candidate_id) return (x->candidate_id > y->candidate_id) - (x->candidate_id < y->candidate_id);
+  return (x->m > y->m) - (x->m < y->m);
+}
+
+static void free_tuned(tuned *t) {
+  free(t->rows);
+  free(t->sorted);
+}
+
+static double time_at(const tuned *t, int64_t cand, int64_t m);
+static int64_t winner_at(const tuned *t, int64_t m);
+
 static int load_tuned(at_store *db, const at_device_entry *dev, const char *op, const char *tag, int64_t n, int64_t k,
                       tuned *t) {
   memset(t, 0, sizeof *t);
   AT_TRY(at_store_tuned_rows(db, op, tag, dev->id, n, k, &t->rows, &t->nrows));
+  t->sorted = at_xcalloc(t->nrows ? t->nrows : 1, sizeof *t->sorted);
+  if (t->nrows) memcpy(t->sorted, t->rows, sizeof *t->rows * t->nrows);
+  qsort(t->sorted, t->nrows, sizeof *t->sorted, cmp_row);
   for (size_t i = 0; i < t->nrows; i++) {
     int mi = m_index(t, t->rows[i].m);
     if (mi < 0) {
@@ -51,14 +71,19 @@ static int load_tuned(at_store *db, const at_device_entry *dev, const char *op, 
     }
     if (t->rows[i].time_us < t->best[mi]) t->best[mi] = t->rows[i].time_us;
   }
+  for (int mi = 0; mi < t->nm; mi++) {
+    t->winner[mi] = winner_at(t, t->ms[mi]);
+    t->win_time[mi] = time_at(t, t->winner[mi], t->ms[mi]);
+  }
   return AT_OK;
 }
 
-/* Time of a candidate at an M, or 0 when it has no checked result there. */
+/* Time of a candidate at an M, or 0 when it has no checked result there (one result per candidate
+ * and problem: the results table's key). */
 static double time_at(const tuned *t, int64_t cand, int64_t m) {
-  for (size_t i = 0; i < t->nrows; i++)
-    if (t->rows[i].candidate_id == cand && t->rows[i].m == m) return t->rows[i].time_us;
-  return 0;
+  at_tuned_row key = {.m = m, .candidate_id = cand};
+  const at_tuned_row *r = bsearch(&key, t->sorted, t->nrows, sizeof key, cmp_row);
+  return r ? r->time_us : 0;
 }
 
 /* The winner at one M: the re-timed winner, else the fastest. */
@@ -236,32 +261,71 @@ static int select_per_m(at_store *db, const char *op, const tuned *t, at_config_
   return AT_OK;
 }
 
-/* The default file's entry for one M: the winner at M of most (N, K) that tuned M, ties broken by
- * the lower summed relative time at M over those (N, K) (a missing result counts 10). -1: none. */
-static int64_t default_at(const tuned *ts, size_t nsets, int64_t m) {
-  int64_t best = -1;
-  int best_votes = 0;
-  double best_score = INFINITY;
-  for (size_t i = 0; i < nsets; i++) {
-    int64_t c = m_index(&ts[i], m) < 0 ? -1 : winner_at(&ts[i], m);
-    if (c < 0) continue;
-    int votes = 0;
-    double sc = 0;
-    for (size_t j = 0; j < nsets; j++) {
-      int mi = m_index(&ts[j], m);
-      if (mi < 0) continue;
-      votes += winner_at(&ts[j], m) == c;
-      double x = time_at(&ts[j], c, m);
-      sc += x > 0 ? x / ts[j].best[mi] : 10.0;
-    }
-    if (votes > best_votes || (votes == best_votes && sc < best_score)) best = c, best_votes = votes, best_score = sc;
+/* ---- the default file: the config for an (N, K) nobody tuned ---------------------------------- */
+
+/* The M of an (N, K) that stands for m in the default file's choice: m itself when it was tuned
+ * there, else the smallest tuned M above m (whose entry the runtime takes for m in that (N, K)'s own
+ * file), so that an M tuned only on some (N, K) (M = 256 on the small shapes of the shipped job) is
+ * still chosen with all of them in view. Not a smaller M: a config's standing at small M says
+ * little about large M. Its index, -1 when none. */
+static int stand_in(const tuned *t, int64_t m) {
+  int best = -1;
+  for (int i = 0; i < t->nm; i++) {
+    if (t->ms[i] == m) return i;
+    if (t->ms[i] > m && (best < 0 || t->ms[i] < t->ms[best])) best = i;
   }
   return best;
 }
 
-/* The default file's per-M entries: one per M tuned in any (N, K) of the tag. */
-static int default_per_m(at_store *db, const char *op, const tuned *ts, size_t nsets, at_config_set *out) {
-  int64_t all[64];
+/* A candidate's log regret at the M in ms over the (N, K) of the tag: the sum, over every (N, K)
+ * and every M of ms (or its stand-in there), of ln(time / the winner's time), at least 0 (the winner was re-timed
+ * against the fastest first timings and kept: none counts as better than it), ln 10 where the
+ * candidate has no checked result. exp(regret / count) is the geometric mean of its slowdown
+ * against each (N, K)'s own winner: the default file's choice minimises it, so that an untuned
+ * (N, K) gets the config that came closest to the best on the tuned ones, not the one that won
+ * most often (on the H100 tuning of e0b458f, the most frequent winner at M = 512 ran up to 2.3x the
+ * best of a tuned (N, K); the least-regret one 1.27x). *wins counts the problems it won. */
+static double log_regret(const tuned *ts, size_t nsets, int64_t cand, const int64_t *ms, int nms, int *wins) {
+  double s = 0;
+  *wins = 0;
+  for (size_t j = 0; j < nsets; j++)
+    for (int i = 0; i < nms; i++) {
+      int mi = stand_in(&ts[j], ms[i]);
+      if (mi < 0) continue;
+      double x = time_at(&ts[j], cand, ts[j].ms[mi]);
+      s += x > 0 ? log(fmax(1.0, x / ts[j].win_time[mi])) : log(10.0);
+      *wins += ts[j].winner[mi] == cand;
+    }
+  return s;
+}
+
+/* The candidate of least log regret at the M in ms, among every candidate with a checked result in
+ * any (N, K) at any of them; a tie goes to the one that won more of those problems, then to the
+ * lower candidate id. -1 when there is none. */
+static int64_t least_regret(const tuned *ts, size_t nsets, const int64_t *ms, int nms) {
+  int64_t best = -1;
+  double best_s = INFINITY;
+  int best_w = 0;
+  for (size_t j = 0; j < nsets; j++)
+    for (size_t r = 0; r < ts[j].nrows; r++) {
+      const at_tuned_row *row = &ts[j].sorted[r];
+      if (r > 0 && ts[j].sorted[r - 1].candidate_id == row->candidate_id) continue; /* one visit per set */
+      int at_ms = 0;
+      for (int i = 0; i < nms; i++) {
+        int mi = stand_in(&ts[j], ms[i]);
+        at_ms |= mi >= 0 && time_at(&ts[j], row->candidate_id, ts[j].ms[mi]) > 0;
+      }
+      if (!at_ms || row->candidate_id == best) continue;
+      int w;
+      double sc = log_regret(ts, nsets, row->candidate_id, ms, nms, &w);
+      if (sc < best_s || (sc == best_s && (w > best_w || (w == best_w && row->candidate_id < best))))
+        best = row->candidate_id, best_s = sc, best_w = w;
+    }
+  return best;
+}
+
+/* Every M tuned in any (N, K) of the tag (at most 64), in the order met. */
+static int all_tuned_ms(const tuned *ts, size_t nsets, int64_t all[64]) {
   int nall = 0;
   for (size_t i = 0; i < nsets; i++)
     for (int k = 0; k < ts[i].nm; k++) {
@@ -269,12 +333,19 @@ static int default_per_m(at_store *db, const char *op, const tuned *ts, size_t n
       for (int a = 0; a < nall; a++) seen |= all[a] == ts[i].ms[k];
       if (!seen && nall < 64) all[nall++] = ts[i].ms[k];
     }
+  return nall;
+}
+
+/* The default file's per-M entries: one per M tuned in any (N, K) of the tag. */
+static int default_per_m(at_store *db, const char *op, const tuned *ts, size_t nsets, at_config_set *out) {
+  int64_t all[64];
+  int nall = all_tuned_ms(ts, nsets, all);
   int64_t ms[AT_MAX_MLEQ];
   int n = entry_ms(all, nall, ms);
   out->nmleq = 0;
   for (int i = 0; i < n; i++) {
     if (ms[i] > AT_MLEQ_MAX_M) break;
-    int64_t cand = default_at(ts, nsets, ms[i]);
+    int64_t cand = least_regret(ts, nsets, &ms[i], 1);
     if (cand < 0) continue;
     int e = out->nmleq;
     AT_TRY(candidate_config(db, op, cand, &out->mleq[e]));
@@ -297,7 +368,7 @@ int at_select_nk(at_store *db, const at_device_entry *dev, const char *op, const
   int64_t chosen[AT_NBUCKETS];
   if (rc == AT_OK) rc = select_tuned(db, op, &t, out, chosen);
   if (rc == AT_OK) rc = select_per_m(db, op, &t, out);
-  free(t.rows);
+  free_tuned(&t);
   return rc;
 }
 
@@ -307,44 +378,42 @@ int at_select_default(at_store *db, const at_device_entry *dev, const char *op, 
   size_t nnk;
   AT_TRY(at_store_tuned_nks(db, op, dev->id, &nks, &nnk));
   tuned *ts = at_xcalloc(nnk ? nnk : 1, sizeof *ts);
-  int64_t(*chosen)[AT_NBUCKETS] = at_xcalloc(nnk ? nnk : 1, sizeof *chosen);
   size_t nsets = 0;
   int rc = AT_OK;
   for (size_t i = 0; i < nnk && rc == AT_OK; i++) {
     if (strcmp(nks[i].tag, tag) != 0) continue;
-    at_config_set tmp;
-    rc = header(db, dev, op, tag, &tmp);
-    if (rc == AT_OK) rc = load_tuned(db, dev, op, tag, nks[i].n, nks[i].k, &ts[nsets]);
-    if (rc == AT_OK) rc = select_tuned(db, op, &ts[nsets], &tmp, chosen[nsets]);
+    rc = load_tuned(db, dev, op, tag, nks[i].n, nks[i].k, &ts[nsets]);
     nsets++;
   }
   if (rc == AT_OK && nsets == 0) rc = at_fail(AT_ERR_RUNTIME, "nothing tuned for %s %s on %s", op, tag, dev->name);
   out->from_sets = (int)nsets;
+  int64_t all[64];
+  int nall = all_tuned_ms(ts, nsets, all);
   for (int b = 0; b < AT_NBUCKETS && rc == AT_OK; b++) {
-    /* Votes per candidate, then the summed relative time over every (N, K) and M of the bucket. */
-    int64_t best = -1;
-    int best_votes = 0;
-    double best_score = INFINITY;
-    for (size_t i = 0; i < nsets; i++) {
-      int64_t c = chosen[i][b];
-      if (c < 0) continue;
-      int votes = 0;
-      for (size_t j = 0; j < nsets; j++) votes += chosen[j][b] == c;
-      double sc = 0;
-      for (size_t j = 0; j < nsets; j++)
-        for (int m = 0; m < ts[j].nm; m++) {
-          if (b != AT_BUCKET_ANY && at_bucket_of(ts[j].ms[m]) != b) continue;
-          double x = time_at(&ts[j], c, ts[j].ms[m]);
-          sc += x > 0 ? x / ts[j].best[m] : 10.0; /* missing: heavily penalised */
-        }
-      if (votes > best_votes || (votes == best_votes && sc < best_score)) best = c, best_votes = votes, best_score = sc;
+    /* The least log regret over the bucket's tuned M (`any`: the largest tuned M, as `any` of an
+     * (N, K) is its winner there; a bucket no (N, K) tuned: the tuned M nearest its typical M). */
+    int64_t ms[64];
+    int nms = 0;
+    for (int a = 0; a < nall; a++) {
+      if (b == AT_BUCKET_ANY) {
+        if (nms == 0 || all[a] > ms[0]) ms[0] = all[a], nms = 1;
+      } else if (at_bucket_of(all[a]) == b) {
+        ms[nms++] = all[a];
+      }
     }
+    if (nms == 0 && b != AT_BUCKET_ANY) {
+      double d = INFINITY;
+      for (int a = 0; a < nall; a++) {
+        double x = fabs(log2((double)all[a]) - log2(BUCKET_M[b]));
+        if (x < d || (x == d && all[a] < ms[0])) d = x, ms[0] = all[a], nms = 1;
+      }
+    }
+    int64_t best = nms ? least_regret(ts, nsets, ms, nms) : -1;
     if (best >= 0) rc = candidate_config(db, op, best, &out->bucket[b]);
   }
   if (rc == AT_OK) rc = default_per_m(db, op, ts, nsets, out);
-  for (size_t i = 0; i < nsets; i++) free(ts[i].rows);
+  for (size_t i = 0; i < nsets; i++) free_tuned(&ts[i]);
   free(ts);
-  free(chosen);
   free(nks);
   return rc;
 }

@@ -3,9 +3,10 @@
  *  - a bucket with one tuned M takes that M's re-timed winner, even over a faster first timing;
  *  - a bucket with several takes the lowest summed relative time, which may win at no single M;
  *  - an empty bucket takes the config of the nearest tuned M; `any` the winner at the largest M;
- *  - the default file takes the config chosen most often across (N, K);
- *  - every tuned M gets an M_LEQ_<m> entry (its winner; in the default file the winner of most
- *    (N, K)), written in "per_M" beside buckets that a reader of the seed's format still reads;
+ *  - the default file takes the config of least regret across (N, K) (here also the one chosen
+ *    most often), and a re-timed winner over a candidate that only timed faster first;
+ *  - every tuned M gets an M_LEQ_<m> entry (its winner; in the default file the least-regret
+ *    config), written in "per_M" beside buckets that a reader of the seed's format still reads;
  *    query and the runtime answer M from the smallest tuned M at or above it, `any` beyond the
  *    largest, and the seed's buckets from a file without per-M entries; malformed M_LEQ keys are
  *    refused with a warning naming the file;
@@ -189,7 +190,8 @@ static void export_rules(const char *db, const char *dir) {
   cs = load_set(p);
   CHECK_EQ_INT(block_m_of(&cs.bucket[AT_BUCKET_SMALL]), 32); /* c1: chosen twice of three */
   CHECK_EQ_INT(cs.from_sets, 3);
-  /* Per M, the winner of most (N, K) that tuned it: c1 at 16 (two of three), the only one elsewhere. */
+  /* Per M, the least regret: c1 at 16 (1.2x in one (N, K), the winner in two), elsewhere the winner
+   * of the one (N, K) that tuned M (at 256 the re-timed c3, though c2 timed faster first). */
   CHECK_EQ_INT(cs.nmleq, 6);
   for (int i = 0; i < 6 && i < cs.nmleq; i++) {
     CHECK_EQ_INT(cs.mleq_m[i], TUNED[i]);
