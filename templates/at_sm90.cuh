@@ -85,6 +85,15 @@ __device__ __forceinline__ at_u32 at_cluster_rank() {
   return r;
 }
 
+// x, as a value the compiler cannot see through (volatile): what is computed from it stays where
+// it is used. The epilogue's staging addresses are loop-invariant, and ptxas hoisted all 32 of them
+// (16 column groups x 2 rows) out of the tile loop, spilling a third of them across the k-loop.
+__device__ __forceinline__ int at_opaque(int x) {
+  int r;
+  asm volatile("mov.b32 %0, %1;\n" : "=r"(r) : "r"(x));
+  return r;
+}
+
 __device__ __forceinline__ at_u32 at_cluster_size() {
   at_u32 r;
   asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));

@@ -247,6 +247,9 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES, CLUSTER_K, STORE>;
   constexpr int MATH_WG = L::math_wg, WAVES = L::waves;
   constexpr int NACC = BLOCK_N / 2;  // fp32 accumulators per thread for a 64 x BLOCK_N slice
+  // Registers a math thread holds for accumulators: the result of every slice, and with RESCALE 0
+  // one accumulator per k-block in flight.
+  constexpr int ACC_REGS = RESCALE ? WAVES * NACC : (WAVES + KPIPE) * NACC;
   constexpr bool PINGPONG_ON = PINGPONG >= 1 && MATH_WG == 2;
   // CTAs sharing A or B tiles (multicast), and the cluster: CLUSTER_K 2 pairs two CTAs that take
   // the two halves of one tile's k-blocks.
@@ -717,12 +720,27 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
         const int buf = offload ? pc % NBUF : 0, area = w * NBUF + buf;
         unsigned char *const stage_c = stage_c0 + buf * L::c_wg;
         if (offload) at_named_barrier(BAR_FREE + area, STORE_THREADS);  // the store warps are done with it
+        // This thread's place in the area. Kernels whose accumulators take 192 registers or more
+        // compute it here (at_opaque: one register, the column groups' offsets immediates of the
+        // stores): ptxas otherwise hoists all 32 addresses out of the tile loop and spills some
+        // across the k-loop, whose reloads after it cost 128 x 128 with two k-blocks in flight 4-6%
+        // (H100, docs/perf.md). Elsewhere the hoisted addresses fit, and are 1% faster.
+        if constexpr (ACC_REGS >= 192) {
+          unsigned char *const mine = stage_c + at_opaque(lrow * L::c_pitch + colq * 2);
 #pragma unroll
-        for (int j = 0; j < CHUNKS; j++) {
-          const int q = h * CHUNKS + j;  // the 8-column group in the slice
-          *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) = at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
-          *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) =
-              at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
+          for (int j = 0; j < CHUNKS; j++) {
+            const int q = h * CHUNKS + j;  // the 8-column group in the slice
+            *(at_u32 *)(mine + 16 * j) = at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
+            *(at_u32 *)(mine + 8 * L::c_pitch + 16 * j) = at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < CHUNKS; j++) {
+            const int q = h * CHUNKS + j;
+            *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) = at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
+            *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) =
+                at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
+          }
         }
         if (offload) {
           if (t == 0) {
