@@ -19,6 +19,7 @@
 #   store    scripts/probe_store.yaml likewise: large shapes with the results stored by the math
 #            warpgroups or the producer's warps (STORE 0, 1, 2)
 #   wide     scripts/probe_wide.yaml likewise: tiles 192 and 224 wide where they divide N
+#   group    scripts/probe_group.yaml likewise: GROUP_M 1 to 32 on the M = 4096 winner
 set -u
 B=/tmp/b
 OUT=${OUT:-/tmp/out}
@@ -124,6 +125,7 @@ for r in d.execute('''SELECT p.m, p.n, p.k, c.name_expr, r.status, round(coalesc
   overhead) probe_compare overhead scripts/probe_overhead.yaml ;;
   store) probe_compare store scripts/probe_store.yaml ;;
   wide) probe_compare wide scripts/probe_wide.yaml ;;
+  group) probe_compare group scripts/probe_group.yaml ;;
   tune_llama)
     timeout "${TUNE_LIMIT:-540}" $B/autotune --db /tmp/tuned.db search_spaces/llama3_8b.yaml >"$OUT/tune-llama.log" 2>&1
     echo "tune_llama exit $?" | tee -a "$OUT/session.log"
