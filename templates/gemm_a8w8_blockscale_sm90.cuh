@@ -737,7 +737,8 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
 #pragma unroll
           for (int j = 0; j < CHUNKS; j++) {
             const int q = h * CHUNKS + j;
-            *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) = at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
+            *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) =
+                at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
             *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) =
                 at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
           }

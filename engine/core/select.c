@@ -42,7 +42,7 @@ static int m_index(const tuned *t, int64_t m) {
 
 static int cmp_row(const void *a, const void *b) {
   const at_tuned_row *x = a, *y = b;
-  if (x->candidate_id != y->candidate_id) return (x->candidate_id > y->candidate_id) - (x->candidate_id < y->candidate_id);
+  if (x->candidate_id != y->candidate_id) return x->candidate_id > y->candidate_id ? 1 : -1;
   return (x->m > y->m) - (x->m < y->m);
 }
 
@@ -278,9 +278,9 @@ static int stand_in(const tuned *t, int64_t m) {
 }
 
 /* A candidate's log regret at the M in ms over the (N, K) of the tag: the sum, over every (N, K)
- * and every M of ms (or its stand-in there), of ln(time / the winner's time), at least 0 (the winner was re-timed
- * against the fastest first timings and kept: none counts as better than it), ln 10 where the
- * candidate has no checked result. exp(regret / count) is the geometric mean of its slowdown
+ * and every M of ms (or its stand-in there), of ln(time / the winner's time), at least 0 (the
+ * winner was re-timed against the fastest first timings and kept: none counts as better than it),
+ * ln 10 where the candidate has no checked result. exp(regret / count) is the geometric mean of its slowdown
  * against each (N, K)'s own winner: the default file's choice minimises it, so that an untuned
  * (N, K) gets the config that came closest to the best on the tuned ones, not the one that won
  * most often (on the H100 tuning of e0b458f, the most frequent winner at M = 512 ran up to 2.3x the
