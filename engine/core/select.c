@@ -299,28 +299,39 @@ static double log_regret(const tuned *ts, size_t nsets, int64_t cand, const int6
   return s;
 }
 
+static int cmp_id(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
 /* The candidate of least log regret at the M in ms, among every candidate with a checked result in
- * any (N, K) at any of them; a tie goes to the one that won more of those problems, then to the
- * lower candidate id. -1 when there is none. */
+ * any (N, K) at any of them (each scored once); a tie goes to the one that won more of those
+ * problems, then to the lower candidate id. -1 when there is none. */
 static int64_t least_regret(const tuned *ts, size_t nsets, const int64_t *ms, int nms) {
-  int64_t best = -1;
-  double best_s = INFINITY;
-  int best_w = 0;
+  size_t n = 0, cap = 0;
+  for (size_t j = 0; j < nsets; j++) cap += ts[j].nrows;
+  int64_t *ids = at_xcalloc(cap ? cap : 1, sizeof *ids);
   for (size_t j = 0; j < nsets; j++)
     for (size_t r = 0; r < ts[j].nrows; r++) {
       const at_tuned_row *row = &ts[j].sorted[r];
-      if (r > 0 && ts[j].sorted[r - 1].candidate_id == row->candidate_id) continue; /* one visit per set */
       int at_ms = 0;
-      for (int i = 0; i < nms; i++) {
+      for (int i = 0; i < nms && !at_ms; i++) {
         int mi = stand_in(&ts[j], ms[i]);
-        at_ms |= mi >= 0 && time_at(&ts[j], row->candidate_id, ts[j].ms[mi]) > 0;
+        at_ms = mi >= 0 && row->m == ts[j].ms[mi];
       }
-      if (!at_ms || row->candidate_id == best) continue;
-      int w;
-      double sc = log_regret(ts, nsets, row->candidate_id, ms, nms, &w);
-      if (sc < best_s || (sc == best_s && (w > best_w || (w == best_w && row->candidate_id < best))))
-        best = row->candidate_id, best_s = sc, best_w = w;
+      if (at_ms) ids[n++] = row->candidate_id;
     }
+  qsort(ids, n, sizeof *ids, cmp_id);
+  int64_t best = -1;
+  double best_s = INFINITY;
+  int best_w = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0 && ids[i] == ids[i - 1]) continue;
+    int w;
+    double sc = log_regret(ts, nsets, ids[i], ms, nms, &w);
+    if (sc < best_s || (sc == best_s && w > best_w)) best = ids[i], best_s = sc, best_w = w; /* ids ascend */
+  }
+  free(ids);
   return best;
 }
 
