@@ -2,6 +2,7 @@
 #include "lookup.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,76 @@ static int from_db(const at_lookup_req *q, at_lookup_result *out) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* Is f a configs file of this device prefix and of the tag asked for (any tag when none)? */
+static int file_of(const at_lookup_req *q, const char *f, const char *prefix) {
+  size_t len = strlen(f), pl = strlen(prefix);
+  if (strncmp(f, prefix, pl) != 0 || len < 5 || strcmp(f + len - 5, ".json") != 0) return 0;
+  if (!q->tag) return 1;
+  size_t tl = strlen(q->tag);
+  return strncmp(f + pl, q->tag, tl) == 0 && (f[pl + tl] == '-' || f[pl + tl] == '.');
+}
+
+/* Decode sizes. An (N, K) nobody tuned takes its entries for M up to here from the nearest tuned
+ * (N, K), the rest from the default file: at these M which tiles fill the GPU, and whether splitting
+ * K pays, depend on N and K, and a neighbour's choice carries over (on the H100, 120 untuned LLM
+ * shapes: 0.76-0.85x cuBLASLt's time at M 16-128 from the nearest file against 0.89-0.97x from the
+ * default file; from M = 256 up the default file did as well or better: docs/perf.md). */
+#define NEAREST_MAX_M 128
+
+/* The nearest tuned (N, K) to the asked one among the files names[] of this prefix (distance
+ * |log2 N'/N| + |log2 K'/K|; ties to the first in name order) into *near, its path into path.
+ * 0 when there is none or it cannot be read (a warning). */
+static int nearest_file(const at_lookup_req *q, char **names, size_t n, const char *prefix, at_config_set *near,
+                        char *path, size_t path_len) {
+  const char *best = NULL;
+  double best_d = INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    const char *nk = strstr(names[i], "-N=");
+    long long fn, fk;
+    if (!nk || !file_of(q, names[i], prefix) || sscanf(nk, "-N=%lld-K=%lld.json", &fn, &fk) != 2 || fn < 1 || fk < 1)
+      continue;
+    double d = fabs(log2((double)fn / (double)q->n)) + fabs(log2((double)fk / (double)q->k));
+    if (d < best_d) best = names[i], best_d = d;
+  }
+  if (!best) return 0;
+  char *p = at_path_join(q->configs_dir, best);
+  at_json *j = NULL;
+  int ok = 0;
+  if (at_json_load(p, &j) || at_config_set_from_json(p, j, near))
+    warn(q, "skipping %s for the decode sizes: %s", p, at_errmsg());
+  else
+    ok = strcmp(near->op, q->op) == 0;
+  if (ok) snprintf(path, path_len, "%s", p);
+  at_json_free(j);
+  free(p);
+  return ok;
+}
+
+/* The default file's answer with the nearest tuned (N, K)'s per-M entries up to the largest of
+ * them at or below NEAREST_MAX_M (M above that keep the default file's entries). */
+static void overlay_decode(at_config_set *def, const at_config_set *near) {
+  int64_t top = 0;
+  for (int i = 0; i < near->nmleq; i++)
+    if (near->mleq[i].valid && near->mleq_m[i] <= NEAREST_MAX_M && near->mleq_m[i] > top) top = near->mleq_m[i];
+  if (!top) return;
+  at_config_set *merged = at_xcalloc(1, sizeof *merged);
+  *merged = *def;
+  merged->nmleq = 0;
+  for (int i = 0; i < near->nmleq && merged->nmleq < AT_MAX_MLEQ; i++)
+    if (near->mleq_m[i] <= top) {
+      int e = merged->nmleq++;
+      merged->mleq_m[e] = near->mleq_m[i], merged->mleq[e] = near->mleq[i];
+      merged->mleq_time_us[e] = 0; /* measured on another (N, K) */
+    }
+  for (int i = 0; i < def->nmleq && merged->nmleq < AT_MAX_MLEQ; i++)
+    if (def->mleq_m[i] > top) {
+      int e = merged->nmleq++;
+      merged->mleq_m[e] = def->mleq_m[i], merged->mleq[e] = def->mleq[i], merged->mleq_time_us[e] = def->mleq_time_us[i];
+    }
+  *def = *merged;
+  free(merged);
+}
+
 /* Files named <device>-GEMM-<tag><suffix>, sorted; suffix "-N=..-K=...json" or ".json". */
 static int from_files(const at_lookup_req *q, at_lookup_result *out, int default_file) {
   DIR *dir = opendir(q->configs_dir);
@@ -87,14 +158,9 @@ static int from_files(const at_lookup_req *q, at_lookup_result *out, int default
     for (size_t i = 0; i < n && !found; i++) {
       const char *f = names[i];
       size_t len = strlen(f);
-      if (strncmp(f, prefix, strlen(prefix)) != 0 || len < 5 || strcmp(f + len - 5, ".json") != 0) continue;
+      if (!file_of(q, f, prefix)) continue;
       int is_nk = strstr(f, "-N=") != NULL;
       if (default_file ? is_nk : (len < strlen(nk) || strcmp(f + len - strlen(nk), nk) != 0)) continue;
-      if (q->tag) {
-        size_t tl = strlen(q->tag);
-        if (strncmp(f + strlen(prefix), q->tag, tl) != 0 || (f[strlen(prefix) + tl] != '-' && f[strlen(prefix) + tl] != '.'))
-          continue;
-      }
       char *path = at_path_join(q->configs_dir, f);
       at_json *j = NULL;
       if (at_json_load(path, &j) || at_config_set_from_json(path, j, &out->set)) {
@@ -104,6 +170,13 @@ static int from_files(const at_lookup_req *q, at_lookup_result *out, int default
         found = 1;
         out->source = default_file ? AT_SRC_DEFAULT_FILE : AT_SRC_NK_FILE;
         snprintf(out->path, sizeof out->path, "%s", path);
+        at_config_set *near = default_file ? at_xcalloc(1, sizeof *near) : NULL;
+        char near_path[1024];
+        if (near && nearest_file(q, names, n, prefix, near, near_path, sizeof near_path)) {
+          overlay_decode(&out->set, near);
+          snprintf(out->path, sizeof out->path, "%.500s (M <= %d: %.480s)", path, NEAREST_MAX_M, near_path);
+        }
+        free(near);
       }
       at_json_free(j);
       free(path);

@@ -1,6 +1,7 @@
 /* lookup.h: the configuration for a problem, from the first source that has one, in this order:
  * the DB's own results for the exact (N, K); the exported file for (N, K); the default file of the
- * tag; the op's built-in default. `autotune query` prints which source answered, and the runtime
+ * tag (its entries for M up to 128 replaced by those of the nearest tuned (N, K)'s file, when there
+ * is one: the path then names both); the op's built-in default. `autotune query` prints which source answered, and the runtime
  * library asks the same question. A source that is missing, corrupt or of another schema is
  * skipped with a warning, never a crash. Within the answer, at_config_for_m picks the entry for M:
  * the per-M entry (M_LEQ_<m>) of the smallest tuned M at or above it where the source has them,

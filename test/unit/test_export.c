@@ -391,6 +391,29 @@ static void committed_configs(void) {
     expect_bucket(MS[i], "6144", "1024", dir, NULL, COMMITTED[i], "nk_file");
     expect_bucket(MS[i], "7168", "2048", dir, NULL, COMMITTED[i], "default_file");
   }
+  /* An untuned (N, K): up to M = 128 the entries of the nearest tuned (N, K), here (6144, 1024)
+   * (|log2| distance 0.22 + 1, tied with (6144, 4096) and first in name order); above, the default
+   * file's own. */
+  for (int i = 0; i < 2; i++) {
+    const char *m = i == 0 ? "128" : "512"; /* where the two answers differ */
+    char *untuned, *near, *deflt;
+    CHECK_EQ_INT(query(&untuned, m, "7168", "2048", "--configs", dir, NULL, NULL), 0);
+    CHECK_EQ_INT(query(&near, m, "6144", "1024", "--configs", dir, NULL, NULL), 0);
+    char *nodir = at_path_join(TMP, "default-only");
+    CHECK_EQ_INT(at_mkdirs(nodir), 0);
+    char *src = at_path_join(dir, "sm90-GEMM-A8W8_BLOCKSCALE.json"), *dst = at_path_join(nodir, "sm90-GEMM-A8W8_BLOCKSCALE.json");
+    char *text = slurp(src);
+    at_write_file_atomic(dst, text, strlen(text));
+    CHECK_EQ_INT(query(&deflt, m, "7168", "2048", "--configs", nodir, NULL, NULL), 0);
+    const char *pu = strstr(untuned, "\"params\""), *pn = strstr(near, "\"params\""), *pd = strstr(deflt, "\"params\"");
+    CHECK(pu && pn && pd);
+    if (pu && pn && pd) {
+      const char *want = i == 0 ? pn : pd;
+      CHECK(strncmp(pu, want, strcspn(want, "}")) == 0);
+    }
+    if (i == 0) CHECK_CONTAINS(untuned, "(M <= 128: ");
+    free(untuned), free(near), free(deflt), free(nodir), free(src), free(dst), free(text);
+  }
   free(file), free(dir);
 }
 
