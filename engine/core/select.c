@@ -184,6 +184,18 @@ static int header(at_store *db, const at_device_entry *dev, const char *op, cons
   return AT_OK;
 }
 
+/* Of the tuned M in ms, the one nearest bucket b's typical M (log2 distance; ties to the smaller M),
+ * which fills a bucket no M of its own was tuned for. 0 when ms is empty. */
+static int64_t nearest_typical_m(const int64_t *ms, int n, int b) {
+  int64_t near = 0;
+  double d = INFINITY;
+  for (int i = 0; i < n; i++) {
+    double x = fabs(log2((double)ms[i]) - log2(BUCKET_M[b]));
+    if (x < d || (x == d && ms[i] < near)) d = x, near = ms[i];
+  }
+  return near;
+}
+
 /* Chooses per bucket; chosen[b] gets the candidate id (-1 for none). */
 static int select_tuned(at_store *db, const char *op, tuned *t, at_config_set *out, int64_t chosen[AT_NBUCKETS]) {
   int64_t bucket_ms[AT_BUCKET_ANY][64];
@@ -206,13 +218,7 @@ static int select_tuned(at_store *db, const char *op, tuned *t, at_config_set *o
   /* Empty buckets: the config of the nearest tuned M. */
   for (int b = 0; b < AT_BUCKET_ANY; b++) {
     if (nb[b]) continue;
-    int64_t near = 0;
-    double d = INFINITY;
-    for (int i = 0; i < t->nm; i++) {
-      double x = fabs(log2((double)t->ms[i]) - log2(BUCKET_M[b]));
-      if (x < d) d = x, near = t->ms[i];
-    }
-    int from = at_bucket_of(near);
+    int from = at_bucket_of(nearest_typical_m(t->ms, t->nm, b));
     chosen[b] = chosen[from];
     if (chosen[b] >= 0) {
       out->bucket[b] = out->bucket[from];
@@ -299,11 +305,6 @@ static double log_regret(const tuned *ts, size_t nsets, int64_t cand, const int6
   return s;
 }
 
-static int cmp_id(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* The candidate of least log regret at the M in ms, among every candidate with a checked result in
  * any (N, K) at any of them (each scored once); a tie goes to the one that won more of those
  * problems, then to the lower candidate id. -1 when there is none. */
@@ -321,7 +322,7 @@ static int64_t least_regret(const tuned *ts, size_t nsets, const int64_t *ms, in
       }
       if (at_ms) ids[n++] = row->candidate_id;
     }
-  qsort(ids, n, sizeof *ids, cmp_id);
+  qsort(ids, n, sizeof *ids, cmp_i64);
   int64_t best = -1;
   double best_s = INFINITY;
   int best_w = 0;
@@ -412,13 +413,7 @@ int at_select_default(at_store *db, const at_device_entry *dev, const char *op, 
         ms[nms++] = all[a];
       }
     }
-    if (nms == 0 && b != AT_BUCKET_ANY) {
-      double d = INFINITY;
-      for (int a = 0; a < nall; a++) {
-        double x = fabs(log2((double)all[a]) - log2(BUCKET_M[b]));
-        if (x < d || (x == d && all[a] < ms[0])) d = x, ms[0] = all[a], nms = 1;
-      }
-    }
+    if (nms == 0 && b != AT_BUCKET_ANY && nall) ms[0] = nearest_typical_m(all, nall, b), nms = 1;
     int64_t best = nms ? least_regret(ts, nsets, ms, nms) : -1;
     if (best >= 0) rc = candidate_config(db, op, best, &out->bucket[b]);
   }
