@@ -1,6 +1,6 @@
 // at_sm90.cuh: the Hopper (sm_90a) PTX the sm90 templates use, one small inline function each:
 // mbarriers, TMA loads (multicast too), clusters and their shared memory, wgmma control and
-// descriptors, register reallocation, named barriers.
+// descriptors, register reallocation, named barriers, programmatic dependent launch.
 // No CUDA headers, so NVRTC parses little more than the template itself.
 #ifndef AT_SM90_CUH
 #define AT_SM90_CUH
@@ -191,6 +191,19 @@ __device__ __forceinline__ void at_named_barrier(int id, int count) {
 // completes once every arrival is in. One-way signalling between warpgroups.
 __device__ __forceinline__ void at_named_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// ---- programmatic dependent launch ---------------------------------------------------------------
+
+// Waits until the grids this one depends on (the stream's preceding kernel, when this one was
+// launched with programmatic stream serialization) have completed and their memory is visible.
+// Without that launch attribute there is nothing to wait for and it returns at once.
+__device__ __forceinline__ void at_griddep_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+
+// Lets the stream's next kernel, if launched with the attribute, be scheduled once every CTA of this
+// grid has said so or exited: it only starts early, its own at_griddep_wait still waits for this grid.
+__device__ __forceinline__ void at_griddep_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 
 #endif

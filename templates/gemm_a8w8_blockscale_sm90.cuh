@@ -61,6 +61,10 @@
 // the result), resets the counter to zero, and stores as above: the invariant of
 // gemm_a8w8_blockscale_args.h, with tiles * MATH_WG counters (too few traps).
 // Tails: TMA reads rows past M or N as zeros; scale reads are clamped to the last row or block.
+// Programmatic dependent launch: every thread waits (griddepcontrol.wait) after the setup (barriers,
+// cluster sync, descriptor prefetch) and before any global memory access, then lets the stream's
+// next kernel be scheduled; launched with the attribute (the runtime's default), the setup overlaps
+// the end of the preceding kernel. Launched without it, both are no-ops.
 // The kernel traps when launched with other threads or less dynamic shared memory than its launch
 // rule (engine/ops/gemm_a8w8_blockscale.c) promises: a host/template mismatch is a fault.
 //
@@ -316,6 +320,14 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
     at_cluster_sync_relaxed();
   else
     __syncthreads();
+
+  // Programmatic dependent launch (docs/runtime.md): launched with it, this grid may start while the
+  // stream's preceding kernel still runs. Nothing that kernel may write (any global memory) is
+  // touched before at_griddep_wait; the setup above touches none. Only then may the next kernel be
+  // scheduled, which waits for this grid in turn: launching it before this wait could let it start
+  // while the kernel before this one still runs. Launched without the attribute, both return at once.
+  at_griddep_wait();
+  at_griddep_launch_dependents();
 
   const int M = args.m, N = args.n, KB = args.k / 128;
   // Tiles of the cluster (one CTA's tile without clusters) are what the walk hands out.

@@ -9,6 +9,7 @@
  * without a record for a shape of the list is an input error naming both. With only files, no GPU
  * is needed. The first provider is compared with each of the others: the ratio of their times. */
 #include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@
 
 static const char *USAGE =
     "usage: autotune compare SPACE.yaml [--providers LIST] [--db PATH] [--configs DIR] [--shapes FILE]\n"
-    "                        [--only NAME,...] [--json FILE] [--gpu N]\n\n"
+    "                        [--only NAME,...] [--json FILE] [--gpu N] [--pdl off|on]\n\n"
     "Times, per shape of the space, every provider asked for, each checked against the cuBLAS reference\n"
     "first, the live ones side by side in one process on the same input sets; prints times, TFLOP/s,\n"
     "the share of the roofline floor, the ratio of the first provider's time to each other's and the\n"
@@ -44,7 +45,10 @@ static const char *USAGE =
     "                    YAML shape groups like the space's shapes section\n"
     "  --only NAME,...   only the shape groups of these names (and those under them, NAME/...)\n"
     "  --json FILE       also write every result as a results file (docs/formats.md)\n"
-    "  --gpu N           the GPU to run on (default 0)\n";
+    "  --gpu N           the GPU to run on (default 0)\n"
+    "  --pdl off|on      the runtime's programmatic dependent launch (docs/runtime.md): on, a call may start\n"
+    "                    while the one before it ends; default $AUTOTUNE_PDL, else on (the library's default).\n"
+    "                    cuBLASLt is launched as always\n";
 
 enum { MAX_COLUMNS = 32 };
 
@@ -58,6 +62,7 @@ typedef struct column {
 
 typedef struct options {
   const char *space, *shapes, *only, *json, *db, *configs, *providers;
+  const char *pdl; /* the runtime's launch mode: off or on */
   int gpu;
 } options;
 
@@ -93,8 +98,8 @@ static int parse_options(int argc, char **argv, options *o) {
   static const struct option LONG[] = {{"providers", required_argument, 0, 'p'}, {"db", required_argument, 0, 'd'},
                                        {"configs", required_argument, 0, 'c'},   {"shapes", required_argument, 0, 's'},
                                        {"only", required_argument, 0, 'o'},      {"json", required_argument, 0, 'j'},
-                                       {"gpu", required_argument, 0, 'g'},       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+                                       {"gpu", required_argument, 0, 'g'},       {"pdl", required_argument, 0, 'P'},
+                                       {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->providers = "autotune,cublaslt";
   optind = 1;
@@ -108,6 +113,7 @@ static int parse_options(int argc, char **argv, options *o) {
     case 'o': o->only = optarg; break;
     case 'j': o->json = optarg; break;
     case 'g': AT_TRY(cmp_parse_gpu(optarg, &o->gpu)); break;
+    case 'P': o->pdl = optarg; break;
     case 'h': fputs(USAGE, stdout); return -1;
     case ':': return at_fail(AT_ERR_INPUT, "compare: option %s needs a value (see --help)", argv[optind - 1]);
     default: return at_fail(AT_ERR_INPUT, "compare: unknown option '%s' (see --help)", argv[optind - 1]);
@@ -121,6 +127,14 @@ static int parse_options(int argc, char **argv, options *o) {
   if (o->db && !at_file_exists(o->db)) return at_fail(AT_ERR_INPUT, "--db: %s: no such DB", o->db);
   if (o->configs && !is_dir(o->configs)) return at_fail(AT_ERR_INPUT, "--configs: %s is not a directory", o->configs);
   cmp_default_sources(&o->db, &o->configs);
+  /* The workers' runtimes take the mode from the environment they inherit. */
+  if (o->pdl && setenv("AUTOTUNE_PDL", o->pdl, 1))
+    return at_fail(AT_ERR_RUNTIME, "setenv AUTOTUNE_PDL: %s", strerror(errno));
+  int pdl = at_pdl_env();
+  if (pdl < 0)
+    return at_fail(AT_ERR_INPUT, "%s must be off or on (got '%s')", o->pdl ? "--pdl" : "AUTOTUNE_PDL",
+                   getenv("AUTOTUNE_PDL"));
+  o->pdl = pdl ? "on" : "off";
   return AT_OK;
 }
 
@@ -319,9 +333,9 @@ static void print_header(const run *R) {
   else
     printf("every provider is a file: no GPU used, no roofline\n");
   if (R->nlive)
-    printf("runtime: DB %s, configs %s, tag %s; check: atol %g, rtol %g, gamma %g; %d warm-up + %d samples each,"
-           " round-robin, inputs rotated past %g x L2\n",
-           o->db ? o->db : "(none)", o->configs ? o->configs : "(none)", s->tag, s->atol, s->rtol, s->gamma,
+    printf("runtime: DB %s, configs %s, tag %s, pdl %s; check: atol %g, rtol %g, gamma %g; %d warm-up + %d samples"
+           " each, round-robin, inputs rotated past %g x L2\n",
+           o->db ? o->db : "(none)", o->configs ? o->configs : "(none)", s->tag, o->pdl, s->atol, s->rtol, s->gamma,
            s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple);
   for (size_t f = 0; f < R->nfiles; f++) {
     const at_results_file *file = &R->files[f];
@@ -519,6 +533,7 @@ static void json_head(at_buf *b, const run *R) {
   json_str_or_null(b, o->configs);
   at_buf_puts(b, ", \"tag\": ");
   at_buf_json_string(b, s->tag);
+  at_buf_printf(b, ", \"pdl\": \"%s\"", o->pdl);
   at_buf_printf(b, "},\n  \"check\": {\"atol\": %g, \"rtol\": %g, \"gamma\": %g},\n", s->atol, s->rtol, s->gamma);
   at_buf_printf(b, "  \"timing\": {\"warmup\": %d, \"samples\": %d, \"l2_multiple\": %g, \"seed\": %llu},\n",
                 s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple, (unsigned long long)s->seed);

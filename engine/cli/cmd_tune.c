@@ -133,6 +133,7 @@ static int parse_options(int argc, char **argv, options *o) {
     return at_fail(AT_ERR_INPUT, optind >= argc ? "tune: missing SPACE.yaml (see --help)"
                                                 : "tune: expected one SPACE.yaml, got more arguments (see --help)");
   o->space = argv[optind];
+  if (at_pdl_env() < 0) return at_fail(AT_ERR_INPUT, "AUTOTUNE_PDL must be off or on (got '%s')", getenv("AUTOTUNE_PDL"));
   if (o->arch) {
     at_limits l;
     AT_TRY(at_limits_for_arch(o->arch, &l));

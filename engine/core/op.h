@@ -31,6 +31,9 @@ typedef struct at_launch {
   unsigned block[3];
   unsigned cluster;        /* thread blocks per cluster along x; 1: no cluster */
   unsigned smem_bytes;     /* dynamic shared memory per block */
+  unsigned griddep;        /* the kernel waits for the stream's preceding kernel itself (griddepcontrol.wait
+                            * before it touches memory): it may be launched with programmatic dependent
+                            * launch (at_launch_kernel's pdl) */
   int64_t ws_counters;     /* split-K arrival counters the launch needs; 0: no workspace */
   size_t ws_partial_bytes; /* split-K partial tiles, after the counters */
 } at_launch;

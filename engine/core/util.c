@@ -311,3 +311,9 @@ int at_parse_i64(const char *s, int64_t *out) {
   *out = v;
   return 0;
 }
+
+int at_pdl_env(void) {
+  const char *v = getenv("AUTOTUNE_PDL");
+  if (!v || !*v || strcmp(v, "on") == 0) return 1;
+  return strcmp(v, "off") == 0 ? 0 : -1;
+}

@@ -61,4 +61,8 @@ int at_debug(void);
 /* Parses a whole decimal integer; returns 0 on success. */
 int at_parse_i64(const char *s, int64_t *out);
 
+/* $AUTOTUNE_PDL (programmatic dependent launch, docs/runtime.md), which the runtime library and the
+ * tuner's workers share: 1 when unset, empty or "on", 0 for "off", -1 for anything else. */
+int at_pdl_env(void);
+
 #endif

@@ -79,7 +79,7 @@ static int enqueue(void *p, int set, CUstream s) {
   at_kparams kp;
   CUdeviceptr ws = pr->launch.ws_counters ? lc->c->workspace : 0;
   AT_TRY(lc->c->gop->kernel_params(lc->c->state, set, pr->family, &pr->params, ws, pr->launch.ws_counters, &kp));
-  CU_CHECK(at_launch_kernel(pr->m->fn, &pr->launch, s, &kp));
+  CU_CHECK(at_launch_kernel(pr->m->fn, &pr->launch, s, &kp, lc->c->pdl));
   return AT_OK;
 }
 

@@ -42,6 +42,7 @@ typedef struct at_eval_ctx {
   CUdeviceptr workspace; /* split-K counters and partials, shared by every shape */
   size_t workspace_bytes;
   at_module *modules; /* AT_MODULE_SLOTS, made on first use; slots are the parent's choice */
+  int pdl;            /* launch as the runtime library does: programmatic dependent launch ($AUTOTUNE_PDL) */
   at_eval_profile prof;
 } at_eval_ctx;
 

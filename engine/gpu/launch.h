@@ -22,7 +22,9 @@ typedef struct at_kparams {
  * storage is full. */
 void *at_kparams_push(at_kparams *k, size_t bytes, size_t align);
 
-/* cuLaunchKernel, or cuLaunchKernelEx with a cluster dimension when L->cluster > 1. */
-CUresult at_launch_kernel(CUfunction fn, const at_launch *L, CUstream stream, at_kparams *k);
+/* cuLaunchKernel, or cuLaunchKernelEx with a cluster dimension when L->cluster > 1 and with
+ * programmatic stream serialization when pdl and L->griddep: the kernel may then be scheduled while
+ * the stream's preceding kernel still runs (it waits for it itself). */
+CUresult at_launch_kernel(CUfunction fn, const at_launch *L, CUstream stream, at_kparams *k, int pdl);
 
 #endif

@@ -354,6 +354,7 @@ int at_worker_main(int gpu, int in, int out) {
   }
   int rc = at_msg_send(out, AT_MSG_HELLO, &w->g.info, sizeof w->g.info);
   w->c.g = &w->g;
+  w->c.pdl = at_pdl_env() != 0; /* the parent refused a wrong value */
   while (rc == AT_OK) {
     uint32_t type;
     void *p;

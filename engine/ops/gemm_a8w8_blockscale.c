@@ -175,6 +175,7 @@ static int launch(const char *family, const at_params *p, const at_shape *s, int
     out->block[1] = out->block[2] = 1;
     out->cluster = (unsigned)cluster;
     out->smem_bytes = (unsigned)derived[1];
+    out->griddep = 1;
     if (split > 1) {
       out->ws_counters = ctiles * cluster * sm90_math_wg(bm);
       out->ws_partial_bytes = (size_t)(split * ctiles * cluster * bm * bn * 4);

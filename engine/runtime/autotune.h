@@ -41,7 +41,21 @@ typedef struct at_runtime_options {
   const char *tag;           /* only configs of this tag (e.g. "A8W8_BLOCKSCALE"), or NULL for any */
   const char *templates_dir; /* NULL: $AUTOTUNE_TEMPLATES, else the directory built in */
   const char *cache_dir;     /* NULL: the tuner's ($AUTOTUNE_CACHE, else ~/.cache/autotune) */
+  int pdl;                   /* AT_PDL_*: 0 (AT_PDL_DEFAULT) takes $AUTOTUNE_PDL, else AT_PDL_ON */
 } at_runtime_options;
+
+/* Programmatic dependent launch (sm_90 and later; docs/runtime.md): whether a launch may overlap the
+ * end of the kernel before it on the stream.
+ *   AT_PDL_ON   (the default) kernels of the families that support it (sm90) are launched so that
+ *               they may be scheduled while the kernel before them ends: they set themselves up
+ *               meanwhile and wait for it before they touch any memory, so the result is the same
+ *               as with plain launches whatever ran before. Other families launch plainly. A driver
+ *               that refuses the launch attribute gets plain launches (one warning on stderr).
+ *   AT_PDL_OFF  plain launches only.
+ * $AUTOTUNE_PDL: "off" or "on". */
+#define AT_PDL_DEFAULT 0
+#define AT_PDL_OFF 1
+#define AT_PDL_ON 2
 
 AT_API int at_runtime_open(const at_runtime_options *options, at_runtime **out);
 AT_API void at_runtime_close(at_runtime *rt);

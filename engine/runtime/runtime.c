@@ -85,6 +85,7 @@ typedef struct rt_table {
 struct at_runtime {
   uint64_t serial;
   char *db_path, *configs_dir, *tag, *templates_dir, *cache_dir;
+  _Atomic int pdl; /* AT_PDL_OFF or AT_PDL_ON (turned off when the driver refuses it) */
   pthread_mutex_t mu;
   _Atomic(rt_table *) table;
   rt_entry **entries; /* every entry ever made, freed at close */
@@ -356,12 +357,27 @@ static char *option_or_env(const char *given, const char *var) {
   return v && *v ? at_xstrdup(v) : NULL;
 }
 
+/* The launch mode: the option, else $AUTOTUNE_PDL, else on. */
+static int pdl_mode(int given, int *out) {
+  if (given != AT_PDL_DEFAULT && given != AT_PDL_OFF && given != AT_PDL_ON)
+    return rt_fail(AT_STATUS_INVALID,
+                   "at_runtime_open: options->pdl must be AT_PDL_DEFAULT, AT_PDL_OFF or AT_PDL_ON (got %d)", given);
+  int env = at_pdl_env();
+  *out = given ? given : env ? AT_PDL_ON : AT_PDL_OFF;
+  if (given || env >= 0) return AT_STATUS_OK;
+  return rt_fail(AT_STATUS_INVALID, "at_runtime_open: AUTOTUNE_PDL must be off or on (got \"%s\")", getenv("AUTOTUNE_PDL"));
+}
+
 int at_runtime_open(const at_runtime_options *o, at_runtime **out) {
   static _Atomic uint64_t next_serial = 1;
   *out = NULL;
   at_runtime_options none = {0};
   if (!o) o = &none;
+  int pdl;
+  int rc = pdl_mode(o->pdl, &pdl);
+  if (rc) return rc;
   at_runtime *rt = at_xcalloc(1, sizeof *rt);
+  atomic_init(&rt->pdl, pdl);
   rt->serial = atomic_fetch_add(&next_serial, 1);
   rt->db_path = option_or_env(o->db_path, "AUTOTUNE_DB");
   rt->configs_dir = option_or_env(o->configs_dir, "AUTOTUNE_CONFIGS");
@@ -649,7 +665,15 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
                                        ws.partials, ws.counters, (int)m, (int)n, (int)k, (int)ws.ncounters};
   at_kparams kp;
   if (at_a8w8_kparams(&kern->plan, &args, &kp)) rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
-  CUresult r = rc ? CUDA_SUCCESS : at_launch_kernel(kern->fn, &L, (CUstream)stream, &kp);
+  int pdl = L.griddep && atomic_load_explicit(&rt->pdl, memory_order_relaxed) == AT_PDL_ON;
+  CUresult r = rc ? CUDA_SUCCESS : at_launch_kernel(kern->fn, &L, (CUstream)stream, &kp, pdl);
+  if (r != CUDA_SUCCESS && pdl && at_launch_kernel(kern->fn, &L, (CUstream)stream, &kp, 0) == CUDA_SUCCESS) {
+    /* A driver without programmatic dependent launch: plain launches from now on. */
+    if (atomic_exchange(&rt->pdl, AT_PDL_OFF) == AT_PDL_ON)
+      fprintf(stderr, "autotune: the driver refused programmatic dependent launch (%s); launching plainly\n",
+              at_cu_error_name(r));
+    r = CUDA_SUCCESS;
+  }
   if (r != CUDA_SUCCESS) rc = rt_fail(AT_STATUS_ERROR, "%s: launch failed: %s", FN, at_cu_error_name(r));
   /* A graph's own memory is freed after the kernel (a free node), launched or not. */
   if (ws.graph_memory && at_ws_release(&ws, (CUstream)stream) && !rc)

@@ -89,6 +89,11 @@ class TestPackage(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "^device must be"):
             self.rt.select(OP, 1, 1024, 1024, device=90)
 
+    def test_pdl_option(self):
+        with self.assertRaisesRegex(ValueError, "^pdl must be None, 'off' or 'on'"):
+            autotune.Runtime(configs_dir=CONFIGS, pdl="sometimes")
+        autotune.Runtime(configs_dir=CONFIGS, pdl="off").close()
+
     def test_pointer_errors(self):
         """The library checks its arguments before it touches CUDA: no GPU needed."""
         ok = 1 << 20

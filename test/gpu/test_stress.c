@@ -14,6 +14,9 @@
  *   - finally, inputs with blocks quantized from zeros (values and scale zero, in the first k-block
  *     and later ones, of A rows and of B blocks) on shapes whose tuned config rescales in place
  *     (sm90 RESCALE, whose units skip zero scales).
+ * The whole sequence runs once per launch mode (a test each, argv[1]): plain launches, and
+ * programmatic dependent launch, where a kernel may start while the one before it on the stream
+ * (often the previous call) still runs.
  * Every output is poisoned with NaN before every call and every element is checked against a
  * cuBLAS FP32 reference of the same inputs. The sequence is drawn from a seed ($AT_STRESS_SEED, or
  * the clock), which every failure message carries.
@@ -436,11 +439,20 @@ static void zero_scale_blocks(void) {
   CHECK(rescaled >= 2); /* the committed configs rescale at M >= 2048 on these (N, K) */
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  /* argv[1]: the runtime's launch mode, "off" or "on" (AT_PDL_*); default the library's. */
+  static const char *const PDL[] = {"default", "off", "on"};
+  int pdl = AT_PDL_DEFAULT;
+  for (int i = 0; argc > 1 && i < 3; i++)
+    if (strcmp(argv[1], PDL[i]) == 0) pdl = i;
+  if (argc > 1 && strcmp(argv[1], PDL[pdl]) != 0) {
+    fprintf(stderr, "usage: test_stress [off|on]\n");
+    return 2;
+  }
   if (at_gpu_open(0, &G) != AT_OK) check_skip(at_errmsg());
   const char *env_seed = getenv("AT_STRESS_SEED");
   SEED = env_seed && *env_seed ? strtoull(env_seed, NULL, 10) : (unsigned long long)time(NULL);
-  fprintf(stderr, "stress: seed %llu (AT_STRESS_SEED=%llu reruns this sequence)\n", SEED, SEED);
+  fprintf(stderr, "stress: seed %llu (AT_STRESS_SEED=%llu reruns this sequence), pdl %s\n", SEED, SEED, PDL[pdl]);
 
   CUmodule mod;
   if (at_gpu_support_module(&G, "gemm_a8w8_blockscale_support.cu", &mod) || at_blas_load(&BLAS)) {
@@ -460,6 +472,7 @@ int main(void) {
   copy_configs(src, dir);
   write_split_configs(dir);
   at_runtime_options o = {0};
+  o.pdl = pdl;
   o.configs_dir = dir;
   o.tag = "A8W8_BLOCKSCALE";
   if (at_runtime_open(&o, &RT) != AT_STATUS_OK) {

@@ -63,6 +63,7 @@ static void arguments(void) {
   expect(RUN(SPACE, "--providers", ","), 2, "--providers");
   expect(RUN(SPACE, "--gpu", "zero"), 2, "--gpu");
   expect(RUN(SPACE, "--gpu", "-1"), 2, "--gpu");
+  expect(RUN(SPACE, "--pdl", "maybe"), 2, "--pdl must be off or on");
   expect(RUN(SPACE, "--db", "/nonexistent/autotune.db"), 2, "--db");
   expect(RUN(SPACE, "--configs", "/nonexistent/configs"), 2, "--configs");
   expect(RUN(SPACE, "--bogus"), 2, "--bogus");

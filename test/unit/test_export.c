@@ -805,6 +805,19 @@ static void runtime_lookups(const char *db, const char *dir) {
     CHECK(strcmp(sel.source, "nk_file") == 0 && strcmp(sel.bucket, BUCKETS[i]) == 0);
   }
   at_runtime_close(rt);
+
+  /* The launch mode: a value out of range, or a wrong $AUTOTUNE_PDL, is refused by name. */
+  at_runtime_options o4 = {.configs_dir = seed, .pdl = 7};
+  CHECK_EQ_INT(at_runtime_open(&o4, &rt), AT_STATUS_INVALID);
+  CHECK_CONTAINS(at_runtime_last_error(), "options->pdl");
+  o4.pdl = AT_PDL_DEFAULT;
+  setenv("AUTOTUNE_PDL", "sometimes", 1);
+  CHECK_EQ_INT(at_runtime_open(&o4, &rt), AT_STATUS_INVALID);
+  CHECK_CONTAINS(at_runtime_last_error(), "AUTOTUNE_PDL must be off or on");
+  o4.pdl = AT_PDL_OFF; /* the option wins over the environment */
+  CHECK_EQ_INT(at_runtime_open(&o4, &rt), AT_STATUS_OK);
+  at_runtime_close(rt);
+  unsetenv("AUTOTUNE_PDL");
   free(seed);
 }
 
