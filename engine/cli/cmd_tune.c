@@ -64,7 +64,8 @@ static const char *USAGE =
     "  --only NAME,...      only the shape groups of these names (and those under them, NAME/...)\n"
     "environment: AUTOTUNE_DB, AUTOTUNE_CACHE (compile cache dir), AUTOTUNE_TEMPLATES, AUTOTUNE_PROGRESS,\n"
     "             AUTOTUNE_DEBUG (a line per outcome), AUTOTUNE_DUMP_PTX (a directory for the PTX of compiles),\n"
-    "             AUTOTUNE_WORKER_PROFILE (each worker's seconds per phase, when it ends)\n";
+    "             AUTOTUNE_WORKER_PROFILE (each worker's seconds per phase, when it ends),\n"
+    "             AUTOTUNE_PDL (off: launch candidates without programmatic dependent launch)\n";
 
 typedef struct options {
   const char *db;
