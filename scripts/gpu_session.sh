@@ -20,6 +20,7 @@
 #            warpgroups or the producer's warps (STORE 0, 1, 2)
 #   wide     scripts/probe_wide.yaml likewise: tiles 192 and 224 wide where they divide N
 #   group    scripts/probe_group.yaml likewise: GROUP_M 1 to 32 on the M = 4096 winner
+#   rescale2 scripts/probe_rescale2.yaml likewise: RESCALE 2 against 1, and 1 with PINGPONG, large shapes
 set -u
 B=/tmp/b
 OUT=${OUT:-/tmp/out}
@@ -126,6 +127,7 @@ for r in d.execute('''SELECT p.m, p.n, p.k, c.name_expr, r.status, round(coalesc
   store) probe_compare store scripts/probe_store.yaml ;;
   wide) probe_compare wide scripts/probe_wide.yaml ;;
   group) probe_compare group scripts/probe_group.yaml ;;
+  rescale2) probe_compare rescale2 scripts/probe_rescale2.yaml ;;
   tune_llama)
     timeout "${TUNE_LIMIT:-540}" $B/autotune --db /tmp/tuned.db search_spaces/llama3_8b.yaml >"$OUT/tune-llama.log" 2>&1
     echo "tune_llama exit $?" | tee -a "$OUT/session.log"

@@ -16,6 +16,16 @@
  *            candidate's parameters. A kernel instantiated with 0 for either takes it from here
  *            (a launch parameter: candidates that differ only in it share one compiled kernel);
  *            one instantiated with a positive value uses its own.
+ *   ldc      C's row stride in elements; 0 means N. Set by the runtime when it computes a part of C
+ *            (the tail below); honoured by the sm90 family, the host passes 0 to the others.
+ *   unit_end the persistent walk stops before unit unit_end (0: no limit): the runtime leaves the last
+ *            units of a call's partial last wave to a second launch, the tail (docs/runtime.md).
+ *   late_wait 1: the kernel reads its inputs at once and waits for the stream's preceding kernel
+ *            (griddepcontrol.wait) only before it exits. The runtime sets it for a tail launched
+ *            right after its main launch: the tail reads what the main launch reads, which the
+ *            kernel before the main launch had finished (the main launch let the tail start only
+ *            after its own wait), writes what the main launch does not, and must not finish before
+ *            it (the next kernel waits for the tail alone). sm90 only; 0 elsewhere.
  *
  * The split-K invariant, which every family and every owner of counters (the worker, the runtime)
  * keeps whatever ran before on any stream: the counters are zero whenever no launch that uses them
@@ -34,6 +44,7 @@ typedef struct at_gemm_a8w8_blockscale_args {
   int m, n, k;
   int ws_counters; /* split-K arrival counters at `counters` */
   int group_m, split_k;
+  int ldc, unit_end, late_wait; /* sm90: a part of C and of the walk (the runtime's tail), see above */
 } at_gemm_a8w8_blockscale_args;
 
 #endif

@@ -65,6 +65,11 @@
 // cluster sync, descriptor prefetch) and before any global memory access, then lets the stream's
 // next kernel be scheduled; launched with the attribute (the runtime's default), the setup overlaps
 // the end of the preceding kernel. Launched without it, both are no-ops.
+// The runtime's tail (docs/runtime.md): a call whose last wave would leave most SMs idle runs its
+// first unit_end units in this kernel and the rest of C, a rectangle at the end of the walk, as a
+// second launch of a finer config on that part of the matrices (pointers offset, C's row stride
+// ldc); that tail launch has late_wait set: it reads at once and waits for the main launch only
+// before it exits.
 // The kernel traps when launched with other threads or less dynamic shared memory than its launch
 // rule (engine/ops/gemm_a8w8_blockscale.c) promises: a host/template mismatch is a fault.
 //
@@ -326,13 +331,18 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   // touched before at_griddep_wait; the setup above touches none. Only then may the next kernel be
   // scheduled, which waits for this grid in turn: launching it before this wait could let it start
   // while the kernel before this one still runs. Launched without the attribute, both return at once.
-  at_griddep_wait();
+  // A tail launched with late_wait (gemm_a8w8_blockscale_args.h) reads its inputs at once and waits
+  // only before it exits.
+  if (!args.late_wait) at_griddep_wait();
   at_griddep_launch_dependents();
 
   const int M = args.m, N = args.n, KB = args.k / 128;
-  // Tiles of the cluster (one CTA's tile without clusters) are what the walk hands out.
+  const long ldc = args.ldc ? args.ldc : N;  // C's row stride: N, or the whole C's for a tail
+  // Tiles of the cluster (one CTA's tile without clusters) are what the walk hands out, up to
+  // unit_end when the runtime leaves the last ones to a tail launch.
   const int tiles_m = (M + CM_ROWS - 1) / CM_ROWS, tiles_n = (N + CN_COLS - 1) / CN_COLS;
-  const int tiles = tiles_m * tiles_n, units = tiles * split_k;
+  const int tiles = tiles_m * tiles_n;
+  const int units = args.unit_end > 0 && args.unit_end < tiles * split_k ? args.unit_end : tiles * split_k;
   const int wg = tid / 128;
   const int rank = CLUSTER > 1 ? (int)at_cluster_rank() : 0;
   // Rank r: k half kr = r / CLUSTER_MN, and (rm, rn) in the cluster tile from r % CLUSTER_MN. The
@@ -409,7 +419,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
           const int r = c / CHUNKS, cc = c % CHUNKS;
           const int grow = row0 + r, gcol = col0 + cc * 8;
           if (grow < M && gcol < N)
-            *(uint4 *)(C + (long)grow * N + gcol) = *(const uint4 *)(src + r * L::c_pitch + cc * 16);
+            *(uint4 *)(C + grow * ldc + gcol) = *(const uint4 *)(src + r * L::c_pitch + cc * 16);
         }
         at_named_arrive(BAR_FREE + area, STORE_THREADS);
       }
@@ -770,7 +780,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
           const int r = c / CHUNKS, cc = c % CHUNKS;
           const int grow = p.m0 + v * 128 + w * 64 + r, gcol = p.n0 + h * EPI_N + cc * 8;
           if (grow < M && gcol < N)
-            *(uint4 *)(C + (long)grow * N + gcol) = *(const uint4 *)(stage_c + r * L::c_pitch + cc * 16);
+            *(uint4 *)(C + grow * ldc + gcol) = *(const uint4 *)(stage_c + r * L::c_pitch + cc * 16);
         }
         at_named_barrier(1 + w, 128);  // the staging area is free again
       }
@@ -794,4 +804,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
 #pragma unroll
     for (int b = 0; b < NBUF; b++) at_named_barrier(BAR_FREE + w * NBUF + b, STORE_THREADS);
   }
+  // A tail (late_wait) finishes only after the stream's preceding kernel, its main launch: the next
+  // kernel waits for this grid alone.
+  if (args.late_wait) at_griddep_wait();
 }

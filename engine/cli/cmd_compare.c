@@ -26,7 +26,7 @@
 
 static const char *USAGE =
     "usage: autotune compare SPACE.yaml [--providers LIST] [--db PATH] [--configs DIR] [--shapes FILE]\n"
-    "                        [--only NAME,...] [--json FILE] [--gpu N] [--pdl off|on]\n\n"
+    "                        [--only NAME,...] [--json FILE] [--gpu N] [--pdl off|on] [--tail off|on]\n\n"
     "Times, per shape of the space, every provider asked for, each checked against the cuBLAS reference\n"
     "first, the live ones side by side in one process on the same input sets; prints times, TFLOP/s,\n"
     "the share of the roofline floor, the ratio of the first provider's time to each other's and the\n"
@@ -48,7 +48,10 @@ static const char *USAGE =
     "  --gpu N           the GPU to run on (default 0)\n"
     "  --pdl off|on      the runtime's programmatic dependent launch (docs/runtime.md): on, a call may start\n"
     "                    while the one before it ends; default $AUTOTUNE_PDL, else on (the library's default).\n"
-    "                    cuBLASLt is launched as always\n";
+    "                    cuBLASLt is launched as always\n"
+    "  --tail off|on     the runtime's tail (docs/runtime.md): on, a call whose last wave of tiles would leave\n"
+    "                    most SMs idle runs those tiles as a second, finer launch; default $AUTOTUNE_TAIL,\n"
+    "                    else on (the library's default)\n";
 
 enum { MAX_COLUMNS = 32 };
 
@@ -62,7 +65,8 @@ typedef struct column {
 
 typedef struct options {
   const char *space, *shapes, *only, *json, *db, *configs, *providers;
-  const char *pdl; /* the runtime's launch mode: off or on */
+  const char *pdl;  /* the runtime's launch mode: off or on */
+  const char *tail; /* the runtime's tail: off or on */
   int gpu;
 } options;
 
@@ -99,7 +103,8 @@ static int parse_options(int argc, char **argv, options *o) {
                                        {"configs", required_argument, 0, 'c'},   {"shapes", required_argument, 0, 's'},
                                        {"only", required_argument, 0, 'o'},      {"json", required_argument, 0, 'j'},
                                        {"gpu", required_argument, 0, 'g'},       {"pdl", required_argument, 0, 'P'},
-                                       {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+                                       {"tail", required_argument, 0, 'T'},      {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->providers = "autotune,cublaslt";
   optind = 1;
@@ -114,6 +119,7 @@ static int parse_options(int argc, char **argv, options *o) {
     case 'j': o->json = optarg; break;
     case 'g': AT_TRY(cmp_parse_gpu(optarg, &o->gpu)); break;
     case 'P': o->pdl = optarg; break;
+    case 'T': o->tail = optarg; break;
     case 'h': fputs(USAGE, stdout); return -1;
     case ':': return at_fail(AT_ERR_INPUT, "compare: option %s needs a value (see --help)", argv[optind - 1]);
     default: return at_fail(AT_ERR_INPUT, "compare: unknown option '%s' (see --help)", argv[optind - 1]);
@@ -135,6 +141,13 @@ static int parse_options(int argc, char **argv, options *o) {
     return at_fail(AT_ERR_INPUT, "%s must be off or on (got '%s')", o->pdl ? "--pdl" : "AUTOTUNE_PDL",
                    getenv("AUTOTUNE_PDL"));
   o->pdl = pdl ? "on" : "off";
+  if (o->tail && setenv("AUTOTUNE_TAIL", o->tail, 1))
+    return at_fail(AT_ERR_RUNTIME, "setenv AUTOTUNE_TAIL: %s", strerror(errno));
+  int tail = at_tail_env();
+  if (tail < 0)
+    return at_fail(AT_ERR_INPUT, "%s must be off or on (got '%s')", o->tail ? "--tail" : "AUTOTUNE_TAIL",
+                   getenv("AUTOTUNE_TAIL"));
+  o->tail = tail ? "on" : "off";
   return AT_OK;
 }
 
@@ -333,9 +346,9 @@ static void print_header(const run *R) {
   else
     printf("every provider is a file: no GPU used, no roofline\n");
   if (R->nlive)
-    printf("runtime: DB %s, configs %s, tag %s, pdl %s; check: atol %g, rtol %g, gamma %g; %d warm-up + %d samples"
-           " each, round-robin, inputs rotated past %g x L2\n",
-           o->db ? o->db : "(none)", o->configs ? o->configs : "(none)", s->tag, o->pdl, s->atol, s->rtol, s->gamma,
+    printf("runtime: DB %s, configs %s, tag %s, pdl %s, tail %s; check: atol %g, rtol %g, gamma %g; %d warm-up + %d"
+           " samples each, round-robin, inputs rotated past %g x L2\n",
+           o->db ? o->db : "(none)", o->configs ? o->configs : "(none)", s->tag, o->pdl, o->tail, s->atol, s->rtol, s->gamma,
            s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple);
   for (size_t f = 0; f < R->nfiles; f++) {
     const at_results_file *file = &R->files[f];
@@ -533,7 +546,7 @@ static void json_head(at_buf *b, const run *R) {
   json_str_or_null(b, o->configs);
   at_buf_puts(b, ", \"tag\": ");
   at_buf_json_string(b, s->tag);
-  at_buf_printf(b, ", \"pdl\": \"%s\"", o->pdl);
+  at_buf_printf(b, ", \"pdl\": \"%s\", \"tail\": \"%s\"", o->pdl, o->tail);
   at_buf_printf(b, "},\n  \"check\": {\"atol\": %g, \"rtol\": %g, \"gamma\": %g},\n", s->atol, s->rtol, s->gamma);
   at_buf_printf(b, "  \"timing\": {\"warmup\": %d, \"samples\": %d, \"l2_multiple\": %g, \"seed\": %llu},\n",
                 s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple, (unsigned long long)s->seed);

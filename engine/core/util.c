@@ -317,3 +317,9 @@ int at_pdl_env(void) {
   if (!v || !*v || strcmp(v, "on") == 0) return 1;
   return strcmp(v, "off") == 0 ? 0 : -1;
 }
+
+int at_tail_env(void) {
+  const char *v = getenv("AUTOTUNE_TAIL");
+  if (!v || !*v || strcmp(v, "on") == 0) return 1;
+  return strcmp(v, "off") == 0 ? 0 : -1;
+}

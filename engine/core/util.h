@@ -64,5 +64,8 @@ int at_parse_i64(const char *s, int64_t *out);
 /* $AUTOTUNE_PDL (programmatic dependent launch, docs/runtime.md), which the runtime library and the
  * tuner's workers share: 1 when unset, empty or "on", 0 for "off", -1 for anything else. */
 int at_pdl_env(void);
+/* $AUTOTUNE_TAIL (the runtime's tail launch, docs/runtime.md): 1 unset, empty or "on", 0 "off",
+ * -1 anything else. */
+int at_tail_env(void);
 
 #endif

@@ -19,8 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/config.h"
 #include "../core/proto.h"
 #include "../core/util.h"
+#include "../ops/gemm_a8w8_blockscale_tail.h"
 #include "gpu_op.h"
 #include "../runtime/autotune.h"
 #include "bench.h"
@@ -164,6 +166,22 @@ static int ensure_runtime(cmp_worker *w, const at_compare_req *q, int which) {
 
 static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
 
+/* The runtime's tail for the selected config, when it launches one (the same plan as the runtime's,
+ * gemm_a8w8_blockscale_tail.h): said after the kernel, " + tail C[m0:][n0:] 128x128 CK2". */
+static void note_tail(const cmp_worker *w, at_compare_result *r) {
+  if (at_tail_env() != 1 || strcmp(w->gop->name, "gemm_a8w8_blockscale") != 0 || !strstr(r->kernel, "_sm90<")) return;
+  at_config c = {0};
+  if (at_config_set_params(&c, r->params) != AT_OK) return;
+  const char *names[AT_MAX_PARAMS];
+  at_params p = at_config_params(&c, names);
+  at_a8w8_tail t;
+  at_a8w8_tail_plan("sm90", &p, &w->shape, w->g.info.sm_count, &t);
+  if (!t.split) return;
+  size_t used = strlen(r->kernel);
+  snprintf(r->kernel + used, sizeof r->kernel - used, " + tail C[%lld:][%lld:] 128x128%s", (long long)t.m0,
+           (long long)t.n0, t.cluster_k == 2 ? " CK2" : "");
+}
+
 /* What the runtime of provider p would launch for the shape on this GPU; 0 (r says why) when it has
  * nothing. */
 static int select_config(cmp_worker *w, const at_compare_req *q, int p, at_compare_result *r) {
@@ -178,6 +196,7 @@ static int select_config(cmp_worker *w, const at_compare_req *q, int p, at_compa
   copy_str(r->variant, sizeof r->variant, sel.variant);
   copy_str(r->params, sizeof r->params, sel.params);
   copy_str(r->kernel, sizeof r->kernel, sel.kernel);
+  note_tail(w, r);
   return 1;
 }
 

@@ -222,4 +222,4 @@ const at_op at_op_gemm_a8w8_blockscale = {
     .min_bytes = min_bytes,
 };
 
-_Static_assert(sizeof(at_gemm_a8w8_blockscale_args) == 80, "kernel ABI struct changed size");
+_Static_assert(sizeof(at_gemm_a8w8_blockscale_args) == 96, "kernel ABI struct changed size");

@@ -42,6 +42,7 @@ typedef struct at_runtime_options {
   const char *templates_dir; /* NULL: $AUTOTUNE_TEMPLATES, else the directory built in */
   const char *cache_dir;     /* NULL: the tuner's ($AUTOTUNE_CACHE, else ~/.cache/autotune) */
   int pdl;                   /* AT_PDL_*: 0 (AT_PDL_DEFAULT) takes $AUTOTUNE_PDL, else AT_PDL_ON */
+  int tail;                  /* AT_TAIL_*: 0 (AT_TAIL_DEFAULT) takes $AUTOTUNE_TAIL, else AT_TAIL_ON */
 } at_runtime_options;
 
 /* Programmatic dependent launch (sm_90 and later; docs/runtime.md): whether a launch may overlap the
@@ -56,6 +57,18 @@ typedef struct at_runtime_options {
 #define AT_PDL_DEFAULT 0
 #define AT_PDL_OFF 1
 #define AT_PDL_ON 2
+
+/* The tail (docs/runtime.md): whether a call whose last wave of tiles would leave most SMs idle
+ * runs that wave's tiles as a second launch of a finer config over their part of C.
+ *   AT_TAIL_ON   (the default) for sm90 configs without split K, where the launch's cost model
+ *                predicts a gain. Every element is still computed once, by one kernel: the tail's
+ *                elements by the tail config, so they round as that config does (both are within
+ *                the op's check; the bits may differ from AT_TAIL_OFF's).
+ *   AT_TAIL_OFF  one launch per call, the tuned config's alone.
+ * $AUTOTUNE_TAIL: "off" or "on". */
+#define AT_TAIL_DEFAULT 0
+#define AT_TAIL_OFF 1
+#define AT_TAIL_ON 2
 
 AT_API int at_runtime_open(const at_runtime_options *options, at_runtime **out);
 AT_API void at_runtime_close(at_runtime *rt);

@@ -44,6 +44,7 @@
 #include "../gpu/cuda.h"
 #include "../gpu/launch.h"
 #include "../ops/gemm_a8w8_blockscale_kparams.h"
+#include "../ops/gemm_a8w8_blockscale_tail.h"
 #include "../core/op.h"
 #include "workspace.h"
 
@@ -73,6 +74,7 @@ typedef struct rt_entry {
   unsigned char slot[AT_MAX_ENTRIES]; /* config entry -> the first entry with the same config */
   char *params[AT_MAX_ENTRIES], *kernel_name[AT_MAX_ENTRIES];
   char entry_name[AT_MAX_ENTRIES][16]; /* "small", ..., "M_LEQ_512" */
+  _Atomic(rt_kernel *) tail[2]; /* the tail config's kernel (CLUSTER_K 1, 2) on this entry's context */
 } rt_entry;
 
 typedef struct rt_table {
@@ -86,6 +88,7 @@ struct at_runtime {
   uint64_t serial;
   char *db_path, *configs_dir, *tag, *templates_dir, *cache_dir;
   _Atomic int pdl; /* AT_PDL_OFF or AT_PDL_ON (turned off when the driver refuses it) */
+  int tail;        /* AT_TAIL_OFF or AT_TAIL_ON */
   pthread_mutex_t mu;
   _Atomic(rt_table *) table;
   rt_entry **entries; /* every entry ever made, freed at close */
@@ -368,16 +371,29 @@ static int pdl_mode(int given, int *out) {
   return rt_fail(AT_STATUS_INVALID, "at_runtime_open: AUTOTUNE_PDL must be off or on (got \"%s\")", getenv("AUTOTUNE_PDL"));
 }
 
+/* The tail: the option, else $AUTOTUNE_TAIL, else on. */
+static int tail_mode(int given, int *out) {
+  if (given != AT_TAIL_DEFAULT && given != AT_TAIL_OFF && given != AT_TAIL_ON)
+    return rt_fail(AT_STATUS_INVALID,
+                   "at_runtime_open: options->tail must be AT_TAIL_DEFAULT, AT_TAIL_OFF or AT_TAIL_ON (got %d)", given);
+  int env = at_tail_env();
+  *out = given ? given : env ? AT_TAIL_ON : AT_TAIL_OFF;
+  if (given || env >= 0) return AT_STATUS_OK;
+  return rt_fail(AT_STATUS_INVALID, "at_runtime_open: AUTOTUNE_TAIL must be off or on (got \"%s\")", getenv("AUTOTUNE_TAIL"));
+}
+
 int at_runtime_open(const at_runtime_options *o, at_runtime **out) {
   static _Atomic uint64_t next_serial = 1;
   *out = NULL;
   at_runtime_options none = {0};
   if (!o) o = &none;
-  int pdl;
+  int pdl, tail;
   int rc = pdl_mode(o->pdl, &pdl);
+  if (!rc) rc = tail_mode(o->tail, &tail);
   if (rc) return rc;
   at_runtime *rt = at_xcalloc(1, sizeof *rt);
   atomic_init(&rt->pdl, pdl);
+  rt->tail = tail;
   rt->serial = atomic_fetch_add(&next_serial, 1);
   rt->db_path = option_or_env(o->db_path, "AUTOTUNE_DB");
   rt->configs_dir = option_or_env(o->configs_dir, "AUTOTUNE_CONFIGS");
@@ -603,6 +619,49 @@ static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, co
 
 /* ---- launch ----------------------------------------------------------------------------------- */
 
+/* The tail config's kernel with CLUSTER_K ck on ctx (gemm_a8w8_blockscale_tail.h): the main config's
+ * template with the tail's entry and parameters, kept in the entry once loaded (the registry shares
+ * it between entries). A kernel that failed is returned too: its error says why. */
+static rt_kernel *tail_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, rt_entry *e, const rt_kernel *main_kern,
+                              int ck) {
+  _Atomic(rt_kernel *) *slot = &e->tail[ck - 1];
+  rt_kernel *k = atomic_load_explicit(slot, memory_order_acquire);
+  if (k) return k;
+  pthread_mutex_lock(&rt->mu);
+  k = atomic_load_explicit(slot, memory_order_relaxed);
+  if (!k) {
+    at_config c = main_kern->cfg;
+    snprintf(c.entry, sizeof c.entry, "%s", AT_A8W8_TAIL_ENTRY);
+    char *name = at_config_set_params(&c, at_a8w8_tail_params(ck)) == AT_OK ? at_config_name_expr(&c) : NULL;
+    if (!name) {
+      k = at_xcalloc(1, sizeof *k); /* not reached: the parameters are the library's own */
+      k->name_expr = at_xstrdup(AT_A8W8_TAIL_ENTRY);
+      k->error = at_xstrdup("the tail config's parameters do not parse");
+      k->next = rt->kernels; /* freed at close with the others */
+      rt->kernels = k;
+    } else {
+      k = load_kernel(rt, op, ctx, &c, name);
+    }
+    free(name);
+    atomic_store_explicit(slot, k, memory_order_release);
+  }
+  pthread_mutex_unlock(&rt->mu);
+  return k;
+}
+
+/* A tail that cannot launch leaves its calls to the main config alone: said once on stderr. */
+static void tail_warn(at_runtime *rt, const rt_kernel *tk) {
+  pthread_mutex_lock(&rt->mu);
+  g_warn_rt = rt;
+  char msg[1200];
+  snprintf(msg, sizeof msg, "no tail launches (%s); calls run their tuned config alone",
+           tk->error ? tk->error : "its launch rule failed");
+  warn_once(msg);
+  g_warn_rt = NULL;
+  pthread_mutex_unlock(&rt->mu);
+}
+
+
 static int aligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
 
 int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale, const void *b, const float *b_scale,
@@ -643,11 +702,13 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   }
   if (kern->error) return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, kern->error);
 
-  /* The launch geometry of the last (kernel, shape) this thread launched: inference repeats its
-   * shapes, and the op's rule (parameter lookups by name) is then skipped. */
+  /* The launch geometry and tail of the last (kernel, shape) this thread launched: inference repeats
+   * its shapes, and the op's rule (parameter lookups by name) is then skipped. */
   static _Thread_local uint64_t tl_kern;
   static _Thread_local int64_t tl_m, tl_n, tl_k;
-  static _Thread_local at_launch tl_launch;
+  static _Thread_local at_launch tl_launch, tl_tail_launch;
+  static _Thread_local at_a8w8_tail tl_tail;
+  static _Thread_local rt_kernel *tl_tail_kern; /* NULL: no tail */
   if (kern->serial != tl_kern || m != tl_m || n != tl_n || k != tl_k) {
     const char *names[AT_MAX_PARAMS];
     at_params p = at_config_params(&kern->cfg, names);
@@ -655,14 +716,28 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
     tl_kern = 0;
     if (op->launch(kern->cfg.family, &p, &shape, kern->sm_count, &tl_launch))
       return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
+    tl_tail_kern = NULL;
+    if (rt->tail == AT_TAIL_ON) at_a8w8_tail_plan(kern->cfg.family, &p, &shape, kern->sm_count, &tl_tail);
+    if (rt->tail == AT_TAIL_ON && tl_tail.split) {
+      rt_kernel *tk = tail_kernel(rt, op, ctx, e, kern, tl_tail.cluster_k);
+      const char *tnames[AT_MAX_PARAMS];
+      at_params tp = at_config_params(&tk->cfg, tnames);
+      at_shape ts = {m - tl_tail.m0, n - tl_tail.n0, k};
+      if (!tk->error && op->launch(tk->cfg.family, &tp, &ts, tk->sm_count, &tl_tail_launch) == AT_OK)
+        tl_tail_kern = tk;
+      else
+        tail_warn(rt, tk);
+    }
     tl_kern = kern->serial, tl_m = m, tl_n = n, tl_k = k;
   }
   const at_launch L = tl_launch;
+  rt_kernel *const tk = tl_tail_kern;
   at_ws_lease ws = {0, 0, 0, 0};
   if (L.ws_counters && at_ws_acquire(rt->workspaces, ctx, (CUstream)stream, L.ws_counters, L.ws_partial_bytes, &ws))
     return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
   at_gemm_a8w8_blockscale_args args = {(uintptr_t)a, (uintptr_t)a_scale, (uintptr_t)b, (uintptr_t)b_scale, (uintptr_t)c,
                                        ws.partials, ws.counters, (int)m, (int)n, (int)k, (int)ws.ncounters};
+  if (tk) args.unit_end = (int)tl_tail.unit_end;
   at_kparams kp;
   if (at_a8w8_kparams(&kern->plan, &args, &kp)) rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
   int pdl = L.griddep && atomic_load_explicit(&rt->pdl, memory_order_relaxed) == AT_PDL_ON;
@@ -673,8 +748,27 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
       fprintf(stderr, "autotune: the driver refused programmatic dependent launch (%s); launching plainly\n",
               at_cu_error_name(r));
     r = CUDA_SUCCESS;
+    pdl = 0;
   }
   if (r != CUDA_SUCCESS) rc = rt_fail(AT_STATUS_ERROR, "%s: launch failed: %s", FN, at_cu_error_name(r));
+  if (tk && !rc) {
+    /* The tail: C[m0:M][n0:N] from the same rows of A and weights, right after the main launch. It
+     * reads at once and waits for the main launch before it exits (late_wait). */
+    const int64_t m0 = tl_tail.m0, n0 = tl_tail.n0, kb = k / 128;
+    at_gemm_a8w8_blockscale_args t = {(uintptr_t)a + (uintptr_t)(m0 * k),
+                                      (uintptr_t)(a_scale + m0 * kb),
+                                      (uintptr_t)b + (uintptr_t)(n0 * k),
+                                      (uintptr_t)(b_scale + n0 / 128 * kb),
+                                      (uintptr_t)c + (uintptr_t)((m0 * n + n0) * 2),
+                                      0, 0, (int)(m - m0), (int)(n - n0), (int)k, 0};
+    t.ldc = (int)n;
+    t.late_wait = 1;
+    at_kparams tkp;
+    if (at_a8w8_kparams(&tk->plan, &t, &tkp))
+      rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
+    else if ((r = at_launch_kernel(tk->fn, &tl_tail_launch, (CUstream)stream, &tkp, pdl)) != CUDA_SUCCESS)
+      rc = rt_fail(AT_STATUS_ERROR, "%s: launch of the tail failed: %s", FN, at_cu_error_name(r));
+  }
   /* A graph's own memory is freed after the kernel (a free node), launched or not. */
   if (ws.graph_memory && at_ws_release(&ws, (CUstream)stream) && !rc)
     rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());

@@ -58,16 +58,21 @@ def _positive_int(name, v):
 class Runtime:
     """One at_runtime: open once, then select and launch from any thread. The options are those of
     at_runtime_options; None leaves each to the library's default. pdl: "off" or "on"
-    (programmatic dependent launch, docs/runtime.md); None takes $AUTOTUNE_PDL, else "on"."""
+    (programmatic dependent launch, docs/runtime.md); None takes $AUTOTUNE_PDL, else "on". tail: "off"
+    or "on" (the tail launch of a partial last wave, docs/runtime.md); None takes $AUTOTUNE_TAIL, else
+    "on"."""
 
-    def __init__(self, configs_dir=None, db_path=None, tag=None, templates_dir=None, cache_dir=None, pdl=None):
+    def __init__(self, configs_dir=None, db_path=None, tag=None, templates_dir=None, cache_dir=None, pdl=None,
+                 tail=None):
         self._lib = _lib.load()
         modes = {None: 0, "off": 1, "on": 2}
         if not isinstance(pdl, (str, type(None))) or pdl not in modes:
             raise ValueError(f"pdl must be None, 'off' or 'on' (got {pdl!r})")
+        if not isinstance(tail, (str, type(None))) or tail not in modes:
+            raise ValueError(f"tail must be None, 'off' or 'on' (got {tail!r})")
         # kept alive for as long as the C strings may be read
         self._opts = _lib.Options(_enc(db_path), _enc(configs_dir), _enc(tag), _enc(templates_dir), _enc(cache_dir),
-                                  modes[pdl])
+                                  modes[pdl], modes[tail])
         h = _lib.ctypes.c_void_p()
         status = self._lib.at_runtime_open(_lib.ctypes.byref(self._opts), _lib.ctypes.byref(h))
         if status != STATUS_OK:

@@ -19,7 +19,8 @@ class LibraryNotFound(OSError):
 
 class Options(ctypes.Structure):
     _fields_ = [("db_path", ctypes.c_char_p), ("configs_dir", ctypes.c_char_p), ("tag", ctypes.c_char_p),
-                ("templates_dir", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p), ("pdl", ctypes.c_int)]
+                ("templates_dir", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p), ("pdl", ctypes.c_int),
+                ("tail", ctypes.c_int)]
 
 
 class CSelection(ctypes.Structure):

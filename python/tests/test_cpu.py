@@ -94,6 +94,11 @@ class TestPackage(unittest.TestCase):
             autotune.Runtime(configs_dir=CONFIGS, pdl="sometimes")
         autotune.Runtime(configs_dir=CONFIGS, pdl="off").close()
 
+    def test_tail_option(self):
+        with self.assertRaisesRegex(ValueError, "^tail must be None, 'off' or 'on'"):
+            autotune.Runtime(configs_dir=CONFIGS, tail=1)
+        autotune.Runtime(configs_dir=CONFIGS, tail="off").close()
+
     def test_pointer_errors(self):
         """The library checks its arguments before it touches CUDA: no GPU needed."""
         ok = 1 << 20

@@ -11,9 +11,11 @@
  *     and replays again;
  *   - in global capture mode as PyTorch captures, a split-K shape warmed up on one stream is
  *     captured on a new one and replayed;
- *   - finally, inputs with blocks quantized from zeros (values and scale zero, in the first k-block
+ *   - inputs with blocks quantized from zeros (values and scale zero, in the first k-block
  *     and later ones, of A rows and of B blocks) on shapes whose tuned config rescales in place
- *     (sm90 RESCALE, whose units skip zero scales).
+ *     (sm90 RESCALE, whose units skip zero scales);
+ *   - finally, shapes the runtime splits into a main launch and a tail (docs/runtime.md), back to
+ *     back on one stream and captured in a graph.
  * The whole sequence runs once per launch mode (a test each, argv[1]): plain launches, and
  * programmatic dependent launch, where a kernel may start while the one before it on the stream
  * (often the previous call) still runs.
@@ -33,7 +35,9 @@
 
 #include "../../engine/runtime/autotune.h"
 #include "../unit/check.h"
+#include "core/config.h"
 #include "core/util.h"
+#include "ops/gemm_a8w8_blockscale_tail.h"
 #include "gpu/blas.h"
 #include "gpu/gpuctx.h"
 
@@ -439,6 +443,65 @@ static void zero_scale_blocks(void) {
   CHECK(rescaled >= 2); /* the committed configs rescale at M >= 2048 on these (N, K) */
 }
 
+/* The runtime's tail (docs/runtime.md): shapes whose committed config leaves the units of its partial
+ * last wave to a second launch over their part of C. Two calls back to back on one stream (the next
+ * call's main launch may start while the previous tail still runs), the same two captured in a graph
+ * and replayed twice, every output checked. The tail must have been planned for them (unless the
+ * runtime's tail is off by $AUTOTUNE_TAIL). */
+static void tail_calls(void) {
+  static const int64_t S[][3] = {{512, 6144, 4096}, {500, 6144, 4096}};
+  int tails = 0;
+  CUstream s;
+  CUX(at_cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  for (int i = 0; i < 2; i++) {
+    problem p;
+    make_problem(&p, S[i][0], S[i][1], S[i][2], SEED + 91 * (uint64_t)i, 0);
+    at_selection sel;
+    at_config c = {0};
+    if (at_runtime_select(RT, "gemm_a8w8_blockscale", p.m, p.n, p.k, NULL, &sel) == AT_STATUS_OK &&
+        at_config_set_params(&c, sel.params) == AT_OK && strstr(sel.kernel, "_sm90<")) {
+      const char *names[AT_MAX_PARAMS];
+      at_params prm = at_config_params(&c, names);
+      at_shape shape = {p.m, p.n, p.k};
+      at_a8w8_tail t;
+      at_a8w8_tail_plan("sm90", &prm, &shape, G.info.sm_count, &t);
+      tails += t.split;
+    }
+    CUdeviceptr out[2];
+    unsigned short *host = at_xmalloc((size_t)(p.m * p.n) * 2);
+    for (int j = 0; j < 2; j++) CUX(at_cu->MemAlloc(&out[j], (size_t)(p.m * p.n) * 2));
+    int ok = gemm(&p, out[0], s, "tail, back to back", 2 * i) == AT_STATUS_OK &&
+             gemm(&p, out[1], s, "tail, back to back", 2 * i + 1) == AT_STATUS_OK;
+    CUX(at_cu->StreamSynchronize(s));
+    for (int j = 0; ok && j < 2; j++) check_output(&p, out[j], host, "tail, back to back", 2 * i + j);
+    CUgraph graph;
+    CUgraphExec exec = NULL;
+    CUX(at_cu->StreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    ok = gemm(&p, out[0], s, "tail, captured", 2 * i) == AT_STATUS_OK &&
+         gemm(&p, out[1], s, "tail, captured", 2 * i + 1) == AT_STATUS_OK;
+    if (at_cu->StreamEndCapture(s, &graph) != CUDA_SUCCESS) {
+      fail("tail: capture of M=%lld N=%lld K=%lld failed", (long long)p.m, (long long)p.n, (long long)p.k);
+      ok = 0;
+    } else {
+      CUX(at_cu->GraphInstantiate(&exec, graph, 0));
+      CUX(at_cu->GraphDestroy(graph));
+    }
+    for (int round = 0; ok && exec && round < 2; round++) {
+      for (int j = 0; j < 2; j++) CUX(at_cu->MemsetD16Async(out[j], 0x7fc0, (size_t)(p.m * p.n), s));
+      CUX(at_cu->GraphLaunch(exec, s));
+      CUX(at_cu->StreamSynchronize(s));
+      for (int j = 0; j < 2; j++) check_output(&p, out[j], host, "tail, graph replay", 2 * round + j);
+    }
+    if (exec) at_cu->GraphExecDestroy(exec);
+    for (int j = 0; j < 2; j++) at_cu->MemFree(out[j]);
+    free(host);
+    free_problem(&p);
+  }
+  at_cu->StreamDestroy(s);
+  fprintf(stderr, "stress: tail launches planned on %d of 2 shapes\n", tails);
+  if (at_tail_env() == 1 && G.info.cc == 90) CHECK(tails == 2); /* the committed configs leave a partial wave */
+}
+
 int main(int argc, char **argv) {
   /* argv[1]: the runtime's launch mode, "off" or "on" (AT_PDL_*); default the library's. */
   static const char *const PDL[] = {"default", "off", "on"};
@@ -543,6 +606,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
   global_capture();
   zero_scale_blocks();
+  tail_calls();
 
   fprintf(stderr, "stress: %d eager calls (%d split-K, %d on untuned (N, K)) in %d threads, %d graphs, %d problems\n",
           calls_total, calls_split, calls_untuned, THREADS, 2 * THREADS + 1, NP);

@@ -1,0 +1,66 @@
+/* gemm_a8w8_blockscale_tail.c: see gemm_a8w8_blockscale_tail.h. */
+#include "gemm_a8w8_blockscale_tail.h"
+
+#include <string.h>
+
+const char AT_A8W8_TAIL_ENTRY[] = "gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, UNSPLIT, PINGPONG, "
+                                  "CLUSTER_M, CLUSTER_N, KPIPE, RESCALE, STORE, CLUSTER_K>";
+
+/* 128 x 128, six stages (the deepest that fits with the staging areas), two k-blocks in flight: a
+ * config the tuner picked for M = 512 to 2048 shapes; with CLUSTER_K 2 the exchange of its halves. */
+const char *at_a8w8_tail_params(int cluster_k) {
+  return cluster_k == 2 ? "{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_K\":2,\"CLUSTER_M\":1,\"CLUSTER_N\":1,\"GROUP_M\":1,"
+                          "\"KPIPE\":2,\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":6,\"STORE\":0,\"UNSPLIT\":1}"
+                        : "{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_K\":1,\"CLUSTER_M\":1,\"CLUSTER_N\":1,\"GROUP_M\":1,"
+                          "\"KPIPE\":2,\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":6,\"STORE\":0,\"UNSPLIT\":1}";
+}
+
+static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+enum { TAIL_TILE = 128 };
+#define TAIL_PENALTY 1.3 /* a 128 x 128 tile's time per product against the main config's */
+#define TAIL_MIN_GAIN 0.99
+/* The tail's fixed cost (its pipeline's fill, the exchange of halves, the epilogue, its wait for
+ * the main launch), and an SM's rate, which turns it into main units: on the H100 a tail cost 2-3
+ * us more than its share of the products, which lost where K is short (1024 x 3072 x 1536: 1.11x
+ * cuBLASLt's time with the tail, 1.00x without; docs/perf.md). */
+#define TAIL_FIXED_US 3.0
+#define SM_FLOP_PER_US 9.0e6
+
+void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s, int sm_count, at_a8w8_tail *out) {
+  memset(out, 0, sizeof *out);
+  if (strcmp(family, "sm90") != 0 || sm_count < 2) return;
+  if (at_params_get(p, "SPLIT_K", 1) != 1 || at_params_get(p, "CLUSTER_K", 1) != 1) return;
+  const int64_t bm = at_params_get(p, "BLOCK_M", 0), bn = at_params_get(p, "BLOCK_N", 0);
+  const int64_t cm = at_params_get(p, "CLUSTER_M", 1), cn = at_params_get(p, "CLUSTER_N", 1);
+  const int64_t group = at_params_get(p, "GROUP_M", 1);
+  if (bm < 1 || bn < 1 || cm < 1 || cn < 1 || group < 1) return;
+  const int64_t rows = bm * cm, cols = bn * cn; /* a unit: one cluster tile */
+  const int64_t tiles_m = div_up(s->m, rows), tiles_n = div_up(s->n, cols), units = tiles_m * tiles_n;
+  const int64_t slots = sm_count / (cm * cn); /* clusters resident at once: units per wave */
+  if (slots < 1 || units <= slots || units % slots == 0) return;
+  /* The last group of rows of tiles, walked column by column, gm tiles a column: its last c columns
+   * are the last c x gm units of the walk. Enough columns for the partial wave, and starting on a
+   * weight-scale block. */
+  const int64_t last_first = (units - 1) / (group * tiles_n) * group;
+  const int64_t gm = tiles_m - last_first < group ? tiles_m - last_first : group;
+  int64_t c = div_up(units % slots, gm);
+  while (c < tiles_n && ((tiles_n - c) * cols) % 128 != 0) c++;
+  if (c > tiles_n || c * gm >= units) return;
+  const int64_t unit_end = units - c * gm, m0 = last_first * rows, n0 = (tiles_n - c) * cols;
+  /* The tail's tiles, and whether they fit the GPU twice over (each split in K by a cluster of two,
+   * which needs 8 k-blocks: 4 a CTA). */
+  const int64_t tail_tiles = div_up(s->m - m0, TAIL_TILE) * div_up(s->n - n0, TAIL_TILE);
+  const int ck = 2 * tail_tiles <= sm_count && s->k / 128 >= 8 ? 2 : 1;
+  const int64_t tail_waves = div_up(tail_tiles, sm_count / ck);
+  const double per_cta = (double)TAIL_TILE * TAIL_TILE / ck / ((double)bm * (double)bn) * TAIL_PENALTY;
+  out->before = (double)div_up(units, slots);
+  const double unit_us = 2.0 * (double)bm * (double)bn * (double)s->k / SM_FLOP_PER_US;
+  out->after = (double)div_up(unit_end, slots) + (double)tail_waves * per_cta + TAIL_FIXED_US / unit_us;
+  if (out->after > TAIL_MIN_GAIN * out->before) return;
+  out->split = 1;
+  out->unit_end = unit_end;
+  out->m0 = m0;
+  out->n0 = n0;
+  out->cluster_k = ck;
+}

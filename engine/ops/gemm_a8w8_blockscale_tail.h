@@ -1,0 +1,43 @@
+/* gemm_a8w8_blockscale_tail.h: the runtime's tail of an sm90 call (docs/runtime.md, "The tail").
+ *
+ * A persistent sm90 kernel walks its units (cluster tiles) in waves of one unit per cluster. When
+ * the units do not fill the last wave, that wave keeps the GPU for a whole unit's time with most
+ * SMs idle. The tail plan moves the units at the end of the walk, which always form a rectangle of
+ * C (the last columns of tiles of the last group of rows: the walk's order, locate() in the
+ * template), out of the main launch (args.unit_end) into a second launch of a finer config, the
+ * tail config (128 x 128 tiles, two k-blocks in flight, and the split of K in a cluster of two when
+ * its tiles fit the GPU twice), over that part of the matrices. The main launch then ends a wave
+ * earlier, and the tail spreads over every SM (with programmatic dependent launch it starts on the
+ * SMs the main launch's last wave leaves idle).
+ *
+ * The plan is pure arithmetic on the config's parameters, the shape and the SM count: the same on
+ * every call, cached with the launch geometry. A cost model in units of one main unit's time (T)
+ * decides: before, ceil(U / G) waves; after, ceil(U' / G) waves plus the tail's waves times the
+ * work of a tail CTA relative to a main CTA's, times a penalty for the smaller tile (1.3), plus the
+ * tail's fixed cost (3 us, in units of a main CTA's tile at 9 TFLOP/s an SM). The tail is used when
+ * that predicts at least 1% less time. Calibrated on the H100 (docs/perf.md, "The tail"). */
+#ifndef AT_OPS_GEMM_A8W8_BLOCKSCALE_TAIL_H
+#define AT_OPS_GEMM_A8W8_BLOCKSCALE_TAIL_H
+
+#include <stdint.h>
+
+#include "../core/op.h"
+
+typedef struct at_a8w8_tail {
+  int split;         /* 0: one launch, the rest says nothing */
+  int64_t unit_end;  /* the main launch walks units [0, unit_end) */
+  int64_t m0, n0;    /* the tail computes C[m0:M][n0:N]; n0 a multiple of 128 (a weight-scale block) */
+  int cluster_k;     /* the tail config's CLUSTER_K: 1 or 2 */
+  double before, after; /* the model's times, in main units */
+} at_a8w8_tail;
+
+/* The plan for a config (family, parameters) on a shape and a GPU of sm_count SMs. Never fails: a
+ * config the tail does not apply to (another family, split K, CLUSTER_K 2, one wave or less, a last
+ * wave that is full) gets split 0. */
+void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s, int sm_count, at_a8w8_tail *out);
+
+/* The tail config: its template entry (every parameter by name) and its parameters as JSON. */
+extern const char AT_A8W8_TAIL_ENTRY[];
+const char *at_a8w8_tail_params(int cluster_k);
+
+#endif

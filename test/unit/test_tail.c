@@ -1,0 +1,124 @@
+/* test_tail.c: the runtime's tail plan (engine/ops/gemm_a8w8_blockscale_tail.h), on the CPU.
+ *
+ * For configs and shapes where the plan splits, the units the main launch leaves (unit_end and
+ * after, walked as the sm90 template's locate() walks them) must be exactly the cluster tiles of
+ * the tail's rectangle C[m0:M][n0:N], n0 on a weight-scale block, and the main launch must end at
+ * least a wave earlier. Where it must not split (one wave, a full last wave, split K, CLUSTER_K 2,
+ * the mma family), it does not. And the two shapes it exists for split as docs/perf.md says. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../engine/ops/gemm_a8w8_blockscale_tail.h"
+#include "check.h"
+
+typedef struct cfg {
+  int64_t bm, bn, cm, cn, group, split_k, cluster_k;
+} cfg;
+
+static void plan(const cfg *c, int64_t m, int64_t n, int64_t k, int sm, at_a8w8_tail *t) {
+  const char *names[] = {"BLOCK_M", "BLOCK_N", "CLUSTER_K", "CLUSTER_M", "CLUSTER_N", "GROUP_M", "SPLIT_K"};
+  const int64_t values[] = {c->bm, c->bn, c->cluster_k, c->cm, c->cn, c->group, c->split_k};
+  at_params p = {names, values, 7};
+  at_shape s = {m, n, k};
+  at_a8w8_tail_plan("sm90", &p, &s, sm, t);
+}
+
+/* The template's walk (locate): unit u's cluster tile, GROUP_M rows of tiles at a time. */
+static void locate(int64_t u, int64_t tiles_m, int64_t tiles_n, int64_t group, int64_t *tm, int64_t *tn) {
+  const int64_t group_size = group * tiles_n, first_m = u / group_size * group;
+  const int64_t gm = tiles_m - first_m < group ? tiles_m - first_m : group, in_group = u % group_size;
+  *tm = first_m + in_group % gm;
+  *tn = in_group / gm;
+}
+
+/* Checks a split plan against the walk; returns whether it split. */
+static int check_plan(const cfg *c, int64_t m, int64_t n, int64_t k, int sm) {
+  at_a8w8_tail t;
+  plan(c, m, n, k, sm, &t);
+  if (!t.split) return 0;
+  const int64_t rows = c->bm * c->cm, cols = c->bn * c->cn;
+  const int64_t tiles_m = (m + rows - 1) / rows, tiles_n = (n + cols - 1) / cols, units = tiles_m * tiles_n;
+  const int64_t slots = sm / (c->cm * c->cn);
+  CHECK(t.unit_end > 0 && t.unit_end < units);
+  CHECK((units - 1) / slots > (t.unit_end - 1) / slots); /* a wave less */
+  CHECK(t.n0 % 128 == 0 && t.n0 % cols == 0 && t.m0 % rows == 0 && t.m0 < m && t.n0 < n);
+  CHECK(t.cluster_k == 1 || t.cluster_k == 2);
+  CHECK(t.after <= 0.99 * t.before);
+  int64_t inside = 0, wrong = 0;
+  for (int64_t u = 0; u < units; u++) {
+    int64_t tm, tn;
+    locate(u, tiles_m, tiles_n, c->group, &tm, &tn);
+    const int in_rect = tm * rows >= t.m0 && tn * cols >= t.n0;
+    if (u >= t.unit_end) inside += in_rect;
+    if ((u >= t.unit_end) != in_rect) wrong++;
+  }
+  CHECK_EQ_INT(wrong, 0);
+  CHECK_EQ_INT(inside, units - t.unit_end);
+  return 1;
+}
+
+int main(void) {
+  /* 4096 x 28672 x 4096 with the committed 128 x 256 tiles in clusters of two along M: 1,792 units
+   * on 66 clusters, 10 in the last wave; the tail takes the last 2 columns of the last 8 rows of
+   * cluster tiles (2048 x 512), 64 tiles of 128 x 128 split in K over 128 CTAs. */
+  const cfg big = {128, 256, 2, 1, 8, 1, 1};
+  at_a8w8_tail t;
+  plan(&big, 4096, 28672, 4096, 132, &t);
+  CHECK(t.split);
+  CHECK_EQ_INT(t.unit_end, 1776);
+  CHECK_EQ_INT(t.m0, 2048);
+  CHECK_EQ_INT(t.n0, 28672 - 512);
+  CHECK_EQ_INT(t.cluster_k, 2);
+  /* 512 x 6144 x 4096 in 128 x 128 tiles paired along M: 96 units on 66 clusters; the tail is the
+   * last 15 columns (512 x 1920): one wave and a half become one wave and a split tail. */
+  const cfg mid = {128, 128, 2, 1, 8, 1, 1};
+  plan(&mid, 512, 6144, 4096, 132, &t);
+  CHECK(t.split);
+  CHECK_EQ_INT(t.unit_end, 66);
+  CHECK_EQ_INT(t.m0, 0);
+  CHECK_EQ_INT(t.n0, 6144 - 1920);
+  CHECK_EQ_INT(t.cluster_k, 2);
+
+  /* Never: one wave or less, a full last wave, split K, CLUSTER_K 2, another family. */
+  plan(&mid, 512, 4096, 4096, 132, &t); /* 64 units */
+  CHECK(!t.split);
+  const cfg one = {128, 128, 1, 1, 1, 1, 1};
+  plan(&one, 128 * 12, 128 * 11, 4096, 132, &t); /* 132 units: exactly one wave */
+  CHECK(!t.split);
+  plan(&one, 128 * 24, 128 * 11, 4096, 132, &t); /* two full waves */
+  CHECK(!t.split);
+  const cfg split = {128, 128, 1, 1, 8, 2, 1}, ck = {128, 128, 1, 1, 1, 1, 2};
+  plan(&split, 4096, 28672, 4096, 132, &t);
+  CHECK(!t.split);
+  plan(&ck, 4096, 28672, 4096, 132, &t);
+  CHECK(!t.split);
+  {
+    const char *names[] = {"BLOCK_M", "BLOCK_N"};
+    const int64_t values[] = {128, 256};
+    at_params p = {names, values, 2};
+    at_shape s = {4096, 28672, 4096};
+    at_a8w8_tail_plan("mma", &p, &s, 132, &t);
+    CHECK(!t.split);
+  }
+
+  /* Every split plan over a grid of configs and shapes covers exactly the units it leaves. */
+  const int64_t bms[] = {64, 128, 256}, bns[] = {64, 96, 112, 128, 256}, groups[] = {1, 8};
+  const int64_t ms[] = {129, 512, 1000, 2048, 3000, 4096, 8192}, ns[] = {576, 1024, 1280, 4096, 6144, 7168, 28672};
+  int splits = 0, plans = 0;
+  for (size_t a = 0; a < 3; a++)
+    for (size_t b = 0; b < 5; b++)
+      for (int64_t cm = 1; cm <= 2; cm++)
+        for (int64_t cn = 1; cn <= 2; cn++)
+          for (size_t g = 0; g < 2; g++)
+            for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
+              for (size_t j = 0; j < sizeof ns / sizeof *ns; j++) {
+                if (cm * cn > 2) continue;
+                const cfg c = {bms[a], bns[b], cm, cn, groups[g], 1, 1};
+                splits += check_plan(&c, ms[i], ns[j], 4096, 132);
+                splits += check_plan(&c, ms[i], ns[j], 1024, 114);
+                plans += 2;
+              }
+  fprintf(stderr, "tail: %d of %d plans split\n", splits, plans);
+  CHECK(splits > plans / 20);
+  return check_summary();
+}
