@@ -167,7 +167,7 @@ static int ensure_runtime(cmp_worker *w, const at_compare_req *q, int which) {
 static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
 
 /* The runtime's tail for the selected config, when it launches one (the same plan as the runtime's,
- * gemm_a8w8_blockscale_tail.h): said after the kernel, " + tail C[m0:][n0:] 128x128 CK2". */
+ * gemm_a8w8_blockscale_tail.h): said after the kernel, " + tail C[m0:][n0:] 128x128 CK2" (64x64). */
 static void note_tail(const cmp_worker *w, at_compare_result *r) {
   if (at_tail_env() != 1 || strcmp(w->gop->name, "gemm_a8w8_blockscale") != 0 || !strstr(r->kernel, "_sm90<")) return;
   at_config c = {0};
@@ -178,8 +178,9 @@ static void note_tail(const cmp_worker *w, at_compare_result *r) {
   at_a8w8_tail_plan("sm90", &p, &w->shape, w->g.info.sm_count, &t);
   if (!t.split) return;
   size_t used = strlen(r->kernel);
-  snprintf(r->kernel + used, sizeof r->kernel - used, " + tail C[%lld:][%lld:] 128x128%s", (long long)t.m0,
-           (long long)t.n0, t.cluster_k == 2 ? " CK2" : "");
+  const int tm = t.tile == 0 ? 128 : 64;
+  snprintf(r->kernel + used, sizeof r->kernel - used, " + tail C[%lld:][%lld:] %dx%d%s", (long long)t.m0,
+           (long long)t.n0, tm, tm, t.cluster_k == 2 ? " CK2" : "");
 }
 
 /* What the runtime of provider p would launch for the shape on this GPU; 0 (r says why) when it has

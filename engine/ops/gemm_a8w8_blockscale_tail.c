@@ -1,24 +1,37 @@
 /* gemm_a8w8_blockscale_tail.c: see gemm_a8w8_blockscale_tail.h. */
 #include "gemm_a8w8_blockscale_tail.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const char AT_A8W8_TAIL_ENTRY[] = "gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, UNSPLIT, PINGPONG, "
                                   "CLUSTER_M, CLUSTER_N, KPIPE, RESCALE, STORE, CLUSTER_K>";
 
-/* 128 x 128, six stages (the deepest that fits with the staging areas), two k-blocks in flight: a
- * config the tuner picked for M = 512 to 2048 shapes; with CLUSTER_K 2 the exchange of its halves. */
-const char *at_a8w8_tail_params(int cluster_k) {
-  return cluster_k == 2 ? "{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_K\":2,\"CLUSTER_M\":1,\"CLUSTER_N\":1,\"GROUP_M\":1,"
-                          "\"KPIPE\":2,\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":6,\"STORE\":0,\"UNSPLIT\":1}"
-                        : "{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_K\":1,\"CLUSTER_M\":1,\"CLUSTER_N\":1,\"GROUP_M\":1,"
-                          "\"KPIPE\":2,\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":6,\"STORE\":0,\"UNSPLIT\":1}";
+/* The tail configs: 128 x 128 with six stages (the deepest that fits with the staging areas) and
+ * 64 x 64 with seven, each with two k-blocks in flight, as the tuner picked them for M = 512 to 2048
+ * and for decode shapes; with CLUSTER_K 2 the exchange of their halves. Each with the penalty of its
+ * time per product against the main config's, which the model assumes. */
+typedef struct tail_tile {
+  int m, n, stages;
+  double penalty;
+} tail_tile;
+static const tail_tile MENU[] = {{128, 128, 6, 1.3}, {64, 64, 7, 1.8}};
+enum { MENU_LEN = sizeof MENU / sizeof MENU[0] };
+
+const char *at_a8w8_tail_params(int tile, int cluster_k) {
+  static char text[2][2][256];
+  if (tile < 0 || tile >= MENU_LEN || tile >= 2 || cluster_k < 1 || cluster_k > 2) return NULL;
+  char *t = text[tile][cluster_k - 1];
+  if (!t[0])
+    snprintf(t, sizeof text[0][0],
+             "{\"BLOCK_M\":%d,\"BLOCK_N\":%d,\"CLUSTER_K\":%d,\"CLUSTER_M\":1,\"CLUSTER_N\":1,\"GROUP_M\":1,"
+             "\"KPIPE\":2,\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":%d,\"STORE\":0,\"UNSPLIT\":1}",
+             MENU[tile].m, MENU[tile].n, cluster_k, MENU[tile].stages);
+  return t;
 }
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-enum { TAIL_TILE = 128 };
-#define TAIL_PENALTY 1.3 /* a 128 x 128 tile's time per product against the main config's */
 #define TAIL_MIN_GAIN 0.99
 /* The tail's fixed cost (its pipeline's fill, the exchange of halves, the epilogue, its wait for
  * the main launch), and an SM's rate, which turns it into main units: on the H100 a tail cost 2-3
@@ -48,19 +61,23 @@ void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s
   while (c < tiles_n && ((tiles_n - c) * cols) % 128 != 0) c++;
   if (c > tiles_n || c * gm >= units) return;
   const int64_t unit_end = units - c * gm, m0 = last_first * rows, n0 = (tiles_n - c) * cols;
-  /* The tail's tiles, and whether they fit the GPU twice over (each split in K by a cluster of two,
-   * which needs 8 k-blocks: 4 a CTA). */
-  const int64_t tail_tiles = div_up(s->m - m0, TAIL_TILE) * div_up(s->n - n0, TAIL_TILE);
-  const int ck = 2 * tail_tiles <= sm_count && s->k / 128 >= 8 ? 2 : 1;
-  const int64_t tail_waves = div_up(tail_tiles, sm_count / ck);
-  const double per_cta = (double)TAIL_TILE * TAIL_TILE / ck / ((double)bm * (double)bn) * TAIL_PENALTY;
-  out->before = (double)div_up(units, slots);
+  /* For each tail config: its tiles, whether they fit the GPU twice over (each split in K by a
+   * cluster of two, which needs 8 k-blocks: 4 a CTA), its waves; the cheapest is the tail. */
   const double unit_us = 2.0 * (double)bm * (double)bn * (double)s->k / SM_FLOP_PER_US;
-  out->after = (double)div_up(unit_end, slots) + (double)tail_waves * per_cta + TAIL_FIXED_US / unit_us;
+  out->before = (double)div_up(units, slots);
+  double best = 0;
+  for (int i = 0; i < MENU_LEN; i++) {
+    const int64_t tail_tiles = div_up(s->m - m0, MENU[i].m) * div_up(s->n - n0, MENU[i].n);
+    const int ck = 2 * tail_tiles <= sm_count && s->k / 128 >= 8 ? 2 : 1;
+    const int64_t tail_waves = div_up(tail_tiles, sm_count / ck);
+    const double per_cta = (double)MENU[i].m * MENU[i].n / ck / ((double)bm * (double)bn) * MENU[i].penalty;
+    const double after = (double)div_up(unit_end, slots) + (double)tail_waves * per_cta + TAIL_FIXED_US / unit_us;
+    if (i == 0 || after < best) best = after, out->tile = i, out->cluster_k = ck;
+  }
+  out->after = best;
   if (out->after > TAIL_MIN_GAIN * out->before) return;
   out->split = 1;
   out->unit_end = unit_end;
   out->m0 = m0;
   out->n0 = n0;
-  out->cluster_k = ck;
 }

@@ -5,17 +5,18 @@
  * SMs idle. The tail plan moves the units at the end of the walk, which always form a rectangle of
  * C (the last columns of tiles of the last group of rows: the walk's order, locate() in the
  * template), out of the main launch (args.unit_end) into a second launch of a finer config, the
- * tail config (128 x 128 tiles, two k-blocks in flight, and the split of K in a cluster of two when
- * its tiles fit the GPU twice), over that part of the matrices. The main launch then ends a wave
+ * tail config (128 x 128 or 64 x 64 tiles, two k-blocks in flight, and the split of K in a cluster
+ * of two when its tiles fit the GPU twice), over that part of the matrices. The main launch then ends a wave
  * earlier, and the tail spreads over every SM (with programmatic dependent launch it starts on the
  * SMs the main launch's last wave leaves idle).
  *
  * The plan is pure arithmetic on the config's parameters, the shape and the SM count: the same on
  * every call, cached with the launch geometry. A cost model in units of one main unit's time (T)
  * decides: before, ceil(U / G) waves; after, ceil(U' / G) waves plus the tail's waves times the
- * work of a tail CTA relative to a main CTA's, times a penalty for the smaller tile (1.3), plus the
- * tail's fixed cost (3 us, in units of a main CTA's tile at 9 TFLOP/s an SM). The tail is used when
- * that predicts at least 1% less time. Calibrated on the H100 (docs/perf.md, "The tail"). */
+ * work of a tail CTA relative to a main CTA's, times a penalty for the smaller tile (1.3 for 128 x
+ * 128, 1.8 for 64 x 64), plus the tail's fixed cost (3 us, in units of a main CTA's tile at 9
+ * TFLOP/s an SM); the tail config with the least is the tail. The tail is used when that predicts at
+ * least 1% less time. Calibrated on the H100 (docs/perf.md, "The tail"). */
 #ifndef AT_OPS_GEMM_A8W8_BLOCKSCALE_TAIL_H
 #define AT_OPS_GEMM_A8W8_BLOCKSCALE_TAIL_H
 
@@ -27,7 +28,8 @@ typedef struct at_a8w8_tail {
   int split;         /* 0: one launch, the rest says nothing */
   int64_t unit_end;  /* the main launch walks units [0, unit_end) */
   int64_t m0, n0;    /* the tail computes C[m0:M][n0:N]; n0 a multiple of 128 (a weight-scale block) */
-  int cluster_k;     /* the tail config's CLUSTER_K: 1 or 2 */
+  int tile;          /* the tail config: 0 (128 x 128 tiles) or 1 (64 x 64) */
+  int cluster_k;     /* its CLUSTER_K: 1 or 2 */
   double before, after; /* the model's times, in main units */
 } at_a8w8_tail;
 
@@ -36,8 +38,9 @@ typedef struct at_a8w8_tail {
  * wave that is full) gets split 0. */
 void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s, int sm_count, at_a8w8_tail *out);
 
-/* The tail config: its template entry (every parameter by name) and its parameters as JSON. */
+/* The tail configs: their template entry (every parameter by name), and the parameters of tile
+ * (at_a8w8_tail.tile) with CLUSTER_K cluster_k as JSON (NULL for other values). */
 extern const char AT_A8W8_TAIL_ENTRY[];
-const char *at_a8w8_tail_params(int cluster_k);
+const char *at_a8w8_tail_params(int tile, int cluster_k);
 
 #endif

@@ -74,7 +74,7 @@ typedef struct rt_entry {
   unsigned char slot[AT_MAX_ENTRIES]; /* config entry -> the first entry with the same config */
   char *params[AT_MAX_ENTRIES], *kernel_name[AT_MAX_ENTRIES];
   char entry_name[AT_MAX_ENTRIES][16]; /* "small", ..., "M_LEQ_512" */
-  _Atomic(rt_kernel *) tail[2]; /* the tail config's kernel (CLUSTER_K 1, 2) on this entry's context */
+  _Atomic(rt_kernel *) tail[2][2]; /* the tail configs' kernels (tile, CLUSTER_K - 1) on this entry's context */
 } rt_entry;
 
 typedef struct rt_table {
@@ -619,12 +619,12 @@ static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, co
 
 /* ---- launch ----------------------------------------------------------------------------------- */
 
-/* The tail config's kernel with CLUSTER_K ck on ctx (gemm_a8w8_blockscale_tail.h): the main config's
- * template with the tail's entry and parameters, kept in the entry once loaded (the registry shares
- * it between entries). A kernel that failed is returned too: its error says why. */
+/* The kernel of tail config `tile` with CLUSTER_K ck on ctx (gemm_a8w8_blockscale_tail.h): the main
+ * config's template with the tail's entry and parameters, kept in the entry once loaded (the
+ * registry shares it between entries). A kernel that failed is returned too: its error says why. */
 static rt_kernel *tail_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, rt_entry *e, const rt_kernel *main_kern,
-                              int ck) {
-  _Atomic(rt_kernel *) *slot = &e->tail[ck - 1];
+                              int tile, int ck) {
+  _Atomic(rt_kernel *) *slot = &e->tail[tile][ck - 1];
   rt_kernel *k = atomic_load_explicit(slot, memory_order_acquire);
   if (k) return k;
   pthread_mutex_lock(&rt->mu);
@@ -632,7 +632,8 @@ static rt_kernel *tail_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, rt
   if (!k) {
     at_config c = main_kern->cfg;
     snprintf(c.entry, sizeof c.entry, "%s", AT_A8W8_TAIL_ENTRY);
-    char *name = at_config_set_params(&c, at_a8w8_tail_params(ck)) == AT_OK ? at_config_name_expr(&c) : NULL;
+    const char *params = at_a8w8_tail_params(tile, ck);
+    char *name = params && at_config_set_params(&c, params) == AT_OK ? at_config_name_expr(&c) : NULL;
     if (!name) {
       k = at_xcalloc(1, sizeof *k); /* not reached: the parameters are the library's own */
       k->name_expr = at_xstrdup(AT_A8W8_TAIL_ENTRY);
@@ -719,7 +720,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
     tl_tail_kern = NULL;
     if (rt->tail == AT_TAIL_ON) at_a8w8_tail_plan(kern->cfg.family, &p, &shape, kern->sm_count, &tl_tail);
     if (rt->tail == AT_TAIL_ON && tl_tail.split) {
-      rt_kernel *tk = tail_kernel(rt, op, ctx, e, kern, tl_tail.cluster_k);
+      rt_kernel *tk = tail_kernel(rt, op, ctx, e, kern, tl_tail.tile, tl_tail.cluster_k);
       const char *tnames[AT_MAX_PARAMS];
       at_params tp = at_config_params(&tk->cfg, tnames);
       at_shape ts = {m - tl_tail.m0, n - tl_tail.n0, k};

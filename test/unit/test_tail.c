@@ -43,6 +43,7 @@ static int check_plan(const cfg *c, int64_t m, int64_t n, int64_t k, int sm) {
   CHECK((units - 1) / slots > (t.unit_end - 1) / slots); /* a wave less */
   CHECK(t.n0 % 128 == 0 && t.n0 % cols == 0 && t.m0 % rows == 0 && t.m0 < m && t.n0 < n);
   CHECK(t.cluster_k == 1 || t.cluster_k == 2);
+  CHECK((t.tile == 0 || t.tile == 1) && at_a8w8_tail_params(t.tile, t.cluster_k) != NULL);
   CHECK(t.after <= 0.99 * t.before);
   int64_t inside = 0, wrong = 0;
   for (int64_t u = 0; u < units; u++) {
@@ -68,6 +69,7 @@ int main(void) {
   CHECK_EQ_INT(t.unit_end, 1776);
   CHECK_EQ_INT(t.m0, 2048);
   CHECK_EQ_INT(t.n0, 28672 - 512);
+  CHECK_EQ_INT(t.tile, 0);
   CHECK_EQ_INT(t.cluster_k, 2);
   /* 512 x 6144 x 4096 in 128 x 128 tiles paired along M: 96 units on 66 clusters; the tail is the
    * last 15 columns (512 x 1920): one wave and a half become one wave and a split tail. */
@@ -77,6 +79,7 @@ int main(void) {
   CHECK_EQ_INT(t.unit_end, 66);
   CHECK_EQ_INT(t.m0, 0);
   CHECK_EQ_INT(t.n0, 6144 - 1920);
+  CHECK_EQ_INT(t.tile, 0);
   CHECK_EQ_INT(t.cluster_k, 2);
 
   /* Never: one wave or less, a full last wave, split K, CLUSTER_K 2, another family. */
