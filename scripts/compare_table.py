@@ -31,7 +31,8 @@ for path in sys.argv[1:]:
         worst = max(worst, ratio or 0)
         cfg = f"{sel.get('variant', '?')} {short(sel['params'])} ({sel.get('source')}, {sel.get('bucket')})" if sel else "-"
         if " + tail " in (a.get("kernel") or ""):  # the runtime's tail launch (docs/runtime.md)
-            cfg += " + tail " + a["kernel"].split(" + tail ")[1].split("] ")[-1]
+            tile = a["kernel"].split(" + tail ")[1].split("] ")[-1]
+            cfg += (" instead: tail " if "(whole call" in a["kernel"] else " + tail ") + tile
         print(f"| {s['m']} | {s['n']} | {s['k']} | {a.get('time_us', 0):.2f} | {a.get('tflops', 0):.0f} | "
               f"{c.get('time_us', 0):.2f} | {c.get('tflops', 0):.0f} | {ratio:.2f}x | {cfg} |")
     g = d["geomean"]

@@ -175,12 +175,13 @@ static void note_tail(const cmp_worker *w, at_compare_result *r) {
   const char *names[AT_MAX_PARAMS];
   at_params p = at_config_params(&c, names);
   at_a8w8_tail t;
-  at_a8w8_tail_plan("sm90", &p, &w->shape, w->g.info.sm_count, &t);
+  at_a8w8_tail_plan("sm90", &p, &w->shape, w->g.info.sm_count, strcmp(r->source, "default_file") == 0, &t);
   if (!t.split) return;
   size_t used = strlen(r->kernel);
   const int tm = t.tile == 0 ? 128 : 64;
-  snprintf(r->kernel + used, sizeof r->kernel - used, " + tail C[%lld:][%lld:] %dx%d%s", (long long)t.m0,
-           (long long)t.n0, tm, tm, t.cluster_k == 2 ? " CK2" : "");
+  snprintf(r->kernel + used, sizeof r->kernel - used, " %s C[%lld:][%lld:] %dx%d%s",
+           t.unit_end ? "+ tail" : "+ tail (whole call, instead)", (long long)t.m0, (long long)t.n0, tm, tm,
+           t.cluster_k == 2 ? " CK2" : "");
 }
 
 /* What the runtime of provider p would launch for the shape on this GPU; 0 (r says why) when it has

@@ -33,6 +33,7 @@ const char *at_a8w8_tail_params(int tile, int cluster_k) {
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 #define TAIL_MIN_GAIN 0.99
+#define WHOLE_MIN_GAIN 0.9 /* a tail config instead of the whole call: a wider margin */
 /* The tail's fixed cost (its pipeline's fill, the exchange of halves, the epilogue, its wait for
  * the main launch), and an SM's rate, which turns it into main units: on the H100 a tail cost 2-3
  * us more than its share of the products, which lost where K is short (1024 x 3072 x 1536: 1.11x
@@ -40,7 +41,27 @@ static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 #define TAIL_FIXED_US 3.0
 #define SM_FLOP_PER_US 9.0e6
 
-void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s, int sm_count, at_a8w8_tail *out) {
+/* The cheapest tail config for C[m0:M][n0:N], in main units (of a bm x bn CTA tile's time over K);
+ * sets out->tile and out->cluster_k. */
+static double cheapest_tail(const at_shape *s, int64_t m0, int64_t n0, int64_t bm, int64_t bn, int sm_count,
+                            at_a8w8_tail *out) {
+  const double unit_us = 2.0 * (double)bm * (double)bn * (double)s->k / SM_FLOP_PER_US;
+  double best = 0;
+  for (int i = 0; i < MENU_LEN; i++) {
+    /* Its tiles, whether they fit the GPU twice over (each split in K by a cluster of two, which
+     * needs 8 k-blocks: 4 a CTA), its waves. */
+    const int64_t tail_tiles = div_up(s->m - m0, MENU[i].m) * div_up(s->n - n0, MENU[i].n);
+    const int ck = 2 * tail_tiles <= sm_count && s->k / 128 >= 8 ? 2 : 1;
+    const int64_t tail_waves = div_up(tail_tiles, sm_count / ck);
+    const double per_cta = (double)MENU[i].m * MENU[i].n / ck / ((double)bm * (double)bn) * MENU[i].penalty;
+    const double t = (double)tail_waves * per_cta + TAIL_FIXED_US / unit_us;
+    if (i == 0 || t < best) best = t, out->tile = i, out->cluster_k = ck;
+  }
+  return best;
+}
+
+void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s, int sm_count, int whole,
+                       at_a8w8_tail *out) {
   memset(out, 0, sizeof *out);
   if (strcmp(family, "sm90") != 0 || sm_count < 2) return;
   if (at_params_get(p, "SPLIT_K", 1) != 1 || at_params_get(p, "CLUSTER_K", 1) != 1) return;
@@ -51,7 +72,17 @@ void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s
   const int64_t rows = bm * cm, cols = bn * cn; /* a unit: one cluster tile */
   const int64_t tiles_m = div_up(s->m, rows), tiles_n = div_up(s->n, cols), units = tiles_m * tiles_n;
   const int64_t slots = sm_count / (cm * cn); /* clusters resident at once: units per wave */
-  if (slots < 1 || units <= slots || units % slots == 0) return;
+  if (slots < 1 || units % slots == 0) return;
+  if (units < slots) {
+    /* One wave, less than half full: with `whole` (a config not tuned for this shape), a tail
+     * config over all of C instead, where it predicts at most 90% of the time. */
+    if (!whole || 2 * units > slots) return;
+    out->before = 1;
+    out->after = cheapest_tail(s, 0, 0, bm, bn, sm_count, out);
+    if (out->after > WHOLE_MIN_GAIN) return;
+    out->split = 1;
+    return; /* unit_end, m0, n0 0: the tail is the whole call */
+  }
   /* The last group of rows of tiles, walked column by column, gm tiles a column: its last c columns
    * are the last c x gm units of the walk. Enough columns for the partial wave, and starting on a
    * weight-scale block. */
@@ -61,20 +92,8 @@ void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s
   while (c < tiles_n && ((tiles_n - c) * cols) % 128 != 0) c++;
   if (c > tiles_n || c * gm >= units) return;
   const int64_t unit_end = units - c * gm, m0 = last_first * rows, n0 = (tiles_n - c) * cols;
-  /* For each tail config: its tiles, whether they fit the GPU twice over (each split in K by a
-   * cluster of two, which needs 8 k-blocks: 4 a CTA), its waves; the cheapest is the tail. */
-  const double unit_us = 2.0 * (double)bm * (double)bn * (double)s->k / SM_FLOP_PER_US;
   out->before = (double)div_up(units, slots);
-  double best = 0;
-  for (int i = 0; i < MENU_LEN; i++) {
-    const int64_t tail_tiles = div_up(s->m - m0, MENU[i].m) * div_up(s->n - n0, MENU[i].n);
-    const int ck = 2 * tail_tiles <= sm_count && s->k / 128 >= 8 ? 2 : 1;
-    const int64_t tail_waves = div_up(tail_tiles, sm_count / ck);
-    const double per_cta = (double)MENU[i].m * MENU[i].n / ck / ((double)bm * (double)bn) * MENU[i].penalty;
-    const double after = (double)div_up(unit_end, slots) + (double)tail_waves * per_cta + TAIL_FIXED_US / unit_us;
-    if (i == 0 || after < best) best = after, out->tile = i, out->cluster_k = ck;
-  }
-  out->after = best;
+  out->after = (double)div_up(unit_end, slots) + cheapest_tail(s, m0, n0, bm, bn, sm_count, out);
   if (out->after > TAIL_MIN_GAIN * out->before) return;
   out->split = 1;
   out->unit_end = unit_end;

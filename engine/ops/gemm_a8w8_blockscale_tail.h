@@ -26,7 +26,7 @@
 
 typedef struct at_a8w8_tail {
   int split;         /* 0: one launch, the rest says nothing */
-  int64_t unit_end;  /* the main launch walks units [0, unit_end) */
+  int64_t unit_end;  /* the main launch walks units [0, unit_end); 0: no main launch, the tail is all */
   int64_t m0, n0;    /* the tail computes C[m0:M][n0:N]; n0 a multiple of 128 (a weight-scale block) */
   int tile;          /* the tail config: 0 (128 x 128 tiles) or 1 (64 x 64) */
   int cluster_k;     /* its CLUSTER_K: 1 or 2 */
@@ -35,8 +35,12 @@ typedef struct at_a8w8_tail {
 
 /* The plan for a config (family, parameters) on a shape and a GPU of sm_count SMs. Never fails: a
  * config the tail does not apply to (another family, split K, CLUSTER_K 2, one wave or less, a last
- * wave that is full) gets split 0. */
-void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s, int sm_count, at_a8w8_tail *out);
+ * wave that is full) gets split 0. With `whole` (the caller's config was not tuned for this (N, K):
+ * the default file's), a call of one wave less than half full may be given to a tail config whole
+ * (unit_end 0, m0 = n0 = 0), where the model predicts at most 90% of the time: the tuner, which
+ * tried such configs on tuned shapes, is not second-guessed there. */
+void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s, int sm_count, int whole,
+                       at_a8w8_tail *out);
 
 /* The tail configs: their template entry (every parameter by name), and the parameters of tile
  * (at_a8w8_tail.tile) with CLUSTER_K cluster_k as JSON (NULL for other values). */

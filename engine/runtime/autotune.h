@@ -59,7 +59,9 @@ typedef struct at_runtime_options {
 #define AT_PDL_ON 2
 
 /* The tail (docs/runtime.md): whether a call whose last wave of tiles would leave most SMs idle
- * runs that wave's tiles as a second launch of a finer config over their part of C.
+ * runs that wave's tiles as a second launch of a finer config over their part of C (and, for an
+ * (N, K) nobody tuned, whether a call that would fill less than half of the GPU runs as such a
+ * launch instead).
  *   AT_TAIL_ON   (the default) for sm90 configs without split K, where the launch's cost model
  *                predicts a gain. Every element is still computed once, by one kernel: the tail's
  *                elements by the tail config, so they round as that config does (both are within

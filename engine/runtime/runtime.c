@@ -718,7 +718,9 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
     if (op->launch(kern->cfg.family, &p, &shape, kern->sm_count, &tl_launch))
       return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
     tl_tail_kern = NULL;
-    if (rt->tail == AT_TAIL_ON) at_a8w8_tail_plan(kern->cfg.family, &p, &shape, kern->sm_count, &tl_tail);
+    if (rt->tail == AT_TAIL_ON)
+      at_a8w8_tail_plan(kern->cfg.family, &p, &shape, kern->sm_count, e->lookup.source == AT_SRC_DEFAULT_FILE,
+                        &tl_tail);
     if (rt->tail == AT_TAIL_ON && tl_tail.split) {
       rt_kernel *tk = tail_kernel(rt, op, ctx, e, kern, tl_tail.tile, tl_tail.cluster_k);
       const char *tnames[AT_MAX_PARAMS];
@@ -742,7 +744,10 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   at_kparams kp;
   if (at_a8w8_kparams(&kern->plan, &args, &kp)) rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
   int pdl = L.griddep && atomic_load_explicit(&rt->pdl, memory_order_relaxed) == AT_PDL_ON;
-  CUresult r = rc ? CUDA_SUCCESS : at_launch_kernel(kern->fn, &L, (CUstream)stream, &kp, pdl);
+  /* A tail that is the whole call (unit_end 0: an untuned shape the tuned config would fill less than
+   * half of) has no main launch before it. */
+  const int main_launch = !tk || tl_tail.unit_end > 0;
+  CUresult r = rc || !main_launch ? CUDA_SUCCESS : at_launch_kernel(kern->fn, &L, (CUstream)stream, &kp, pdl);
   if (r != CUDA_SUCCESS && pdl && at_launch_kernel(kern->fn, &L, (CUstream)stream, &kp, 0) == CUDA_SUCCESS) {
     /* A driver without programmatic dependent launch: plain launches from now on. */
     if (atomic_exchange(&rt->pdl, AT_PDL_OFF) == AT_PDL_ON)
@@ -754,7 +759,8 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   if (r != CUDA_SUCCESS) rc = rt_fail(AT_STATUS_ERROR, "%s: launch failed: %s", FN, at_cu_error_name(r));
   if (tk && !rc) {
     /* The tail: C[m0:M][n0:N] from the same rows of A and weights, right after the main launch. It
-     * reads at once and waits for the main launch before it exits (late_wait). */
+     * reads at once and waits for the main launch before it exits (late_wait); alone, it waits for
+     * the kernel before it first, as any call. */
     const int64_t m0 = tl_tail.m0, n0 = tl_tail.n0, kb = k / 128;
     at_gemm_a8w8_blockscale_args t = {(uintptr_t)a + (uintptr_t)(m0 * k),
                                       (uintptr_t)(a_scale + m0 * kb),
@@ -763,7 +769,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
                                       (uintptr_t)c + (uintptr_t)((m0 * n + n0) * 2),
                                       0, 0, (int)(m - m0), (int)(n - n0), (int)k, 0};
     t.ldc = (int)n;
-    t.late_wait = 1;
+    t.late_wait = main_launch;
     at_kparams tkp;
     if (at_a8w8_kparams(&tk->plan, &t, &tkp))
       rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());

@@ -450,12 +450,13 @@ static void zero_scale_blocks(void) {
  * runtime's tail is off by $AUTOTUNE_TAIL). */
 static void tail_calls(void) {
   /* Tuned (N, K) (the file's 128 x 128 tiles in clusters of two: 96 units on 66 clusters), with M
-   * a multiple of the tile and not, and one that no file tunes (the default file's config). */
-  static const int64_t S[][3] = {{512, 6144, 4096}, {500, 6144, 4096}, {512, 4608, 7168}};
+   * a multiple of the tile and not; two that no file tunes (the default file's config): a tail of
+   * 64 x 64 tiles, and one whose tail is the whole call (10 units on 66 clusters). */
+  static const int64_t S[][3] = {{512, 6144, 4096}, {500, 6144, 4096}, {512, 4608, 7168}, {512, 576, 7168}};
   int tails = 0;
   CUstream s;
   CUX(at_cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     problem p;
     make_problem(&p, S[i][0], S[i][1], S[i][2], SEED + 91 * (uint64_t)i, 0);
     at_selection sel;
@@ -466,11 +467,12 @@ static void tail_calls(void) {
       at_params prm = at_config_params(&c, names);
       at_shape shape = {p.m, p.n, p.k};
       at_a8w8_tail t;
-      at_a8w8_tail_plan("sm90", &prm, &shape, G.info.sm_count, &t);
+      at_a8w8_tail_plan("sm90", &prm, &shape, G.info.sm_count, strcmp(sel.source, "default_file") == 0, &t);
       tails += t.split;
       if (t.split)
-        fprintf(stderr, "stress: %lld x %lld x %lld: tail C[%lld:][%lld:], tile %d, CLUSTER_K %d\n", (long long)p.m,
-                (long long)p.n, (long long)p.k, (long long)t.m0, (long long)t.n0, t.tile, t.cluster_k);
+        fprintf(stderr, "stress: %lld x %lld x %lld: tail C[%lld:][%lld:] after %lld units, tile %d, CLUSTER_K %d\n",
+                (long long)p.m, (long long)p.n, (long long)p.k, (long long)t.m0, (long long)t.n0,
+                (long long)t.unit_end, t.tile, t.cluster_k);
     }
     CUdeviceptr out[2];
     unsigned short *host = at_xmalloc((size_t)(p.m * p.n) * 2);
@@ -503,7 +505,7 @@ static void tail_calls(void) {
     free_problem(&p);
   }
   at_cu->StreamDestroy(s);
-  fprintf(stderr, "stress: tail launches planned on %d of 3 shapes\n", tails);
+  fprintf(stderr, "stress: tail launches planned on %d of 4 shapes\n", tails);
   if (at_tail_env() == 1 && G.info.cc == 90) CHECK(tails >= 2); /* the committed configs leave a partial wave */
 }
 

@@ -20,7 +20,7 @@ static void plan(const cfg *c, int64_t m, int64_t n, int64_t k, int sm, at_a8w8_
   const int64_t values[] = {c->bm, c->bn, c->cluster_k, c->cm, c->cn, c->group, c->split_k};
   at_params p = {names, values, 7};
   at_shape s = {m, n, k};
-  at_a8w8_tail_plan("sm90", &p, &s, sm, t);
+  at_a8w8_tail_plan("sm90", &p, &s, sm, 0, t);
 }
 
 /* The template's walk (locate): unit u's cluster tile, GROUP_M rows of tiles at a time. */
@@ -100,8 +100,25 @@ int main(void) {
     const int64_t values[] = {128, 256};
     at_params p = {names, values, 2};
     at_shape s = {4096, 28672, 4096};
-    at_a8w8_tail_plan("mma", &p, &s, 132, &t);
+    at_a8w8_tail_plan("mma", &p, &s, 132, 1, &t);
     CHECK(!t.split);
+  }
+
+  /* A whole call for a tail config: only with `whole` (an untuned shape), one wave less than half
+   * full, a predicted gain of 10%. 512 x 576 x 7168 in the default file's 128 x 128 tiles paired
+   * along M: 10 units on 66 clusters. */
+  {
+    const char *names[] = {"BLOCK_M", "BLOCK_N", "CLUSTER_K", "CLUSTER_M", "CLUSTER_N", "GROUP_M", "SPLIT_K"};
+    const int64_t values[] = {128, 128, 1, 2, 1, 8, 1};
+    at_params p = {names, values, 7};
+    at_shape s = {512, 576, 7168};
+    at_a8w8_tail_plan("sm90", &p, &s, 132, 0, &t);
+    CHECK(!t.split);
+    at_a8w8_tail_plan("sm90", &p, &s, 132, 1, &t);
+    CHECK(t.split && t.unit_end == 0 && t.m0 == 0 && t.n0 == 0 && t.after <= 0.9 * t.before);
+    s.n = 7168; /* 2 x 56 = 112 units: more than half of a wave */
+    at_a8w8_tail_plan("sm90", &p, &s, 132, 1, &t);
+    CHECK(!t.split || t.unit_end > 0);
   }
 
   /* Every split plan over a grid of configs and shapes covers exactly the units it leaves. */
