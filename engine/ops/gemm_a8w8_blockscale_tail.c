@@ -34,6 +34,7 @@ static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 #define TAIL_MIN_GAIN 0.99
 #define WHOLE_MIN_GAIN 0.9 /* a tail config instead of the whole call: a wider margin */
+#define PAD_MIN 0.1        /* padding of the last column of tiles worth a column tail: 10% of N */
 /* The tail's fixed cost (its pipeline's fill, the exchange of halves, the epilogue, its wait for
  * the main launch), and an SM's rate, which turns it into main units: on the H100 a tail cost 2-3
  * us more than its share of the products, which lost where K is short (1024 x 3072 x 1536: 1.11x
@@ -60,6 +61,14 @@ static double cheapest_tail(const at_shape *s, int64_t m0, int64_t n0, int64_t b
   return best;
 }
 
+/* Takes a candidate plan if it predicts less time than the best so far and than `limit` x before. */
+static void consider(at_a8w8_tail *best, const at_a8w8_tail *c, double limit) {
+  if (c->after > limit * c->before) return;
+  if (best->split && c->after / c->before >= best->after / best->before) return;
+  *best = *c;
+  best->split = 1;
+}
+
 void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s, int sm_count, int whole,
                        at_a8w8_tail *out) {
   memset(out, 0, sizeof *out);
@@ -72,31 +81,43 @@ void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s
   const int64_t rows = bm * cm, cols = bn * cn; /* a unit: one cluster tile */
   const int64_t tiles_m = div_up(s->m, rows), tiles_n = div_up(s->n, cols), units = tiles_m * tiles_n;
   const int64_t slots = sm_count / (cm * cn); /* clusters resident at once: units per wave */
-  if (slots < 1 || units % slots == 0) return;
-  if (units < slots) {
-    /* One wave, less than half full: with `whole` (a config not tuned for this shape), a tail
-     * config over all of C instead, where it predicts at most 90% of the time. */
-    if (!whole || 2 * units > slots) return;
-    out->before = 1;
-    out->after = cheapest_tail(s, 0, 0, bm, bn, sm_count, out);
-    if (out->after > WHOLE_MIN_GAIN) return;
-    out->split = 1;
-    return; /* unit_end, m0, n0 0: the tail is the whole call */
+  if (slots < 1) return;
+  const double before = (double)div_up(units, slots);
+  at_a8w8_tail c;
+
+  /* The partial last wave: the last group of rows of tiles, walked column by column, gm tiles a
+   * column: its last k columns are the last k x gm units of the walk. Enough columns for the
+   * partial wave, and starting on a weight-scale block. */
+  if (units > slots && units % slots != 0) {
+    const int64_t last_first = (units - 1) / (group * tiles_n) * group;
+    const int64_t gm = tiles_m - last_first < group ? tiles_m - last_first : group;
+    int64_t k = div_up(units % slots, gm);
+    while (k < tiles_n && ((tiles_n - k) * cols) % 128 != 0) k++;
+    if (k <= tiles_n && k * gm < units) {
+      memset(&c, 0, sizeof c);
+      c.unit_end = units - k * gm, c.m0 = last_first * rows, c.n0 = (tiles_n - k) * cols;
+      c.before = before;
+      c.after = (double)div_up(c.unit_end, slots) + cheapest_tail(s, c.m0, c.n0, bm, bn, sm_count, &c);
+      consider(out, &c, TAIL_MIN_GAIN);
+    }
   }
-  /* The last group of rows of tiles, walked column by column, gm tiles a column: its last c columns
-   * are the last c x gm units of the walk. Enough columns for the partial wave, and starting on a
-   * weight-scale block. */
-  const int64_t last_first = (units - 1) / (group * tiles_n) * group;
-  const int64_t gm = tiles_m - last_first < group ? tiles_m - last_first : group;
-  int64_t c = div_up(units % slots, gm);
-  while (c < tiles_n && ((tiles_n - c) * cols) % 128 != 0) c++;
-  if (c > tiles_n || c * gm >= units) return;
-  const int64_t unit_end = units - c * gm, m0 = last_first * rows, n0 = (tiles_n - c) * cols;
-  out->before = (double)div_up(units, slots);
-  out->after = (double)div_up(unit_end, slots) + cheapest_tail(s, m0, n0, bm, bn, sm_count, out);
-  if (out->after > TAIL_MIN_GAIN * out->before) return;
-  out->split = 1;
-  out->unit_end = unit_end;
-  out->m0 = m0;
-  out->n0 = n0;
+  /* Padding: the last column of tiles mostly past N (576 columns in 256-wide tiles compute 768).
+   * The main launch then computes the whole columns of tiles only, as a GEMM of main_n columns
+   * (C's row stride N), and the tail the rest. */
+  const int64_t main_n = (tiles_n - 1) * cols;
+  if (tiles_n >= 2 && (double)(tiles_n * cols - s->n) > PAD_MIN * (double)s->n && main_n % 128 == 0) {
+    memset(&c, 0, sizeof c);
+    c.unit_end = tiles_m * (tiles_n - 1), c.n0 = main_n, c.main_n = main_n;
+    c.before = before;
+    c.after = (double)div_up(c.unit_end, slots) + cheapest_tail(s, 0, main_n, bm, bn, sm_count, &c);
+    consider(out, &c, TAIL_MIN_GAIN);
+  }
+  /* One wave, less than half full: with `whole` (a config not tuned for this shape), a tail config
+   * over all of C instead (unit_end 0: no main launch). */
+  if (whole && 2 * units <= slots) {
+    memset(&c, 0, sizeof c);
+    c.before = 1;
+    c.after = cheapest_tail(s, 0, 0, bm, bn, sm_count, &c);
+    consider(out, &c, WHOLE_MIN_GAIN);
+  }
 }

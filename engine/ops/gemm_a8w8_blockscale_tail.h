@@ -6,17 +6,24 @@
  * C (the last columns of tiles of the last group of rows: the walk's order, locate() in the
  * template), out of the main launch (args.unit_end) into a second launch of a finer config, the
  * tail config (128 x 128 or 64 x 64 tiles, two k-blocks in flight, and the split of K in a cluster
- * of two when its tiles fit the GPU twice), over that part of the matrices. The main launch then ends a wave
- * earlier, and the tail spreads over every SM (with programmatic dependent launch it starts on the
- * SMs the main launch's last wave leaves idle).
+ * of two when its tiles fit the GPU twice), over that part of the matrices. The main launch then
+ * ends a wave earlier, and the tail spreads over every SM (with programmatic dependent launch it
+ * starts on the SMs the main launch's last wave leaves idle).
+ *
+ * The same applies to padding: when the last column of tiles lies mostly past N (N = 576 in
+ * 256-wide tiles computes 768 columns), the main launch computes the whole columns of tiles only
+ * (a GEMM of fewer columns, C's row stride N) and the tail the last columns. And, for a config that
+ * was not tuned for the shape (the default file's), a call of one wave less than half full may run
+ * as a tail config whole.
  *
  * The plan is pure arithmetic on the config's parameters, the shape and the SM count: the same on
  * every call, cached with the launch geometry. A cost model in units of one main unit's time (T)
- * decides: before, ceil(U / G) waves; after, ceil(U' / G) waves plus the tail's waves times the
+ * decides: before, ceil(U / G) waves; after, the main launch's waves plus the tail's waves times the
  * work of a tail CTA relative to a main CTA's, times a penalty for the smaller tile (1.3 for 128 x
  * 128, 1.8 for 64 x 64), plus the tail's fixed cost (3 us, in units of a main CTA's tile at 9
- * TFLOP/s an SM); the tail config with the least is the tail. The tail is used when that predicts at
- * least 1% less time. Calibrated on the H100 (docs/perf.md, "The tail"). */
+ * TFLOP/s an SM); the tail config with the least is the tail. A split is used when it predicts at
+ * least 1% less time (10% for a whole call), the one that predicts the least. Calibrated on the
+ * H100 (docs/perf.md, "The tail"). */
 #ifndef AT_OPS_GEMM_A8W8_BLOCKSCALE_TAIL_H
 #define AT_OPS_GEMM_A8W8_BLOCKSCALE_TAIL_H
 
@@ -27,6 +34,8 @@
 typedef struct at_a8w8_tail {
   int split;         /* 0: one launch, the rest says nothing */
   int64_t unit_end;  /* the main launch walks units [0, unit_end); 0: no main launch, the tail is all */
+  int64_t main_n;    /* 0, or the main launch computes the first main_n columns of C only (C's row
+                        stride N): the last column of tiles was mostly padding, the tail has it */
   int64_t m0, n0;    /* the tail computes C[m0:M][n0:N]; n0 a multiple of 128 (a weight-scale block) */
   int tile;          /* the tail config: 0 (128 x 128 tiles) or 1 (64 x 64) */
   int cluster_k;     /* its CLUSTER_K: 1 or 2 */

@@ -726,8 +726,13 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
       const char *tnames[AT_MAX_PARAMS];
       at_params tp = at_config_params(&tk->cfg, tnames);
       at_shape ts = {m - tl_tail.m0, n - tl_tail.n0, k};
-      if (!tk->error && op->launch(tk->cfg.family, &tp, &ts, tk->sm_count, &tl_tail_launch) == AT_OK)
-        tl_tail_kern = tk;
+      /* With main_n the main launch computes the first main_n columns only: its geometry is that
+       * GEMM's (made only once the tail is sure to run). */
+      at_shape ms = {m, tl_tail.main_n, k};
+      at_launch ml = tl_launch;
+      if (!tk->error && op->launch(tk->cfg.family, &tp, &ts, tk->sm_count, &tl_tail_launch) == AT_OK &&
+          (!tl_tail.main_n || op->launch(kern->cfg.family, &p, &ms, kern->sm_count, &ml) == AT_OK))
+        tl_tail_kern = tk, tl_launch = ml;
       else
         tail_warn(rt, tk);
     }
@@ -741,6 +746,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   at_gemm_a8w8_blockscale_args args = {(uintptr_t)a, (uintptr_t)a_scale, (uintptr_t)b, (uintptr_t)b_scale, (uintptr_t)c,
                                        ws.partials, ws.counters, (int)m, (int)n, (int)k, (int)ws.ncounters};
   if (tk) args.unit_end = (int)tl_tail.unit_end;
+  if (tk && tl_tail.main_n) args.n = (int)tl_tail.main_n, args.ldc = (int)n;
   at_kparams kp;
   if (at_a8w8_kparams(&kern->plan, &args, &kp)) rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
   int pdl = L.griddep && atomic_load_explicit(&rt->pdl, memory_order_relaxed) == AT_PDL_ON;

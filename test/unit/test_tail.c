@@ -39,6 +39,14 @@ static int check_plan(const cfg *c, int64_t m, int64_t n, int64_t k, int sm) {
   const int64_t rows = c->bm * c->cm, cols = c->bn * c->cn;
   const int64_t tiles_m = (m + rows - 1) / rows, tiles_n = (n + cols - 1) / cols, units = tiles_m * tiles_n;
   const int64_t slots = sm / (c->cm * c->cn);
+  if (t.main_n) {
+    /* Padding: the main launch takes the whole columns of tiles, the tail the last one. */
+    CHECK(t.main_n == (tiles_n - 1) * cols && t.main_n % 128 == 0 && t.n0 == t.main_n && t.m0 == 0);
+    CHECK(tiles_n * cols - n > n / 10);
+    CHECK_EQ_INT(t.unit_end, tiles_m * (tiles_n - 1));
+    CHECK(t.after <= 0.99 * t.before);
+    return 1;
+  }
   CHECK(t.unit_end > 0 && t.unit_end < units);
   CHECK((units - 1) / slots > (t.unit_end - 1) / slots); /* a wave less */
   CHECK(t.n0 % 128 == 0 && t.n0 % cols == 0 && t.m0 % rows == 0 && t.m0 < m && t.n0 < n);
@@ -138,6 +146,10 @@ int main(void) {
                 splits += check_plan(&c, ms[i], ns[j], 1024, 114);
                 plans += 2;
               }
+  /* 8192 x 576 x 7168 in 256 x 256 cluster tiles: 3 columns of tiles compute 768 columns; the main
+   * launch takes 512 (one wave of 64 units), the tail the last 64 columns. */
+  plan(&big, 8192, 576, 7168, 132, &t);
+  CHECK(t.split && t.main_n == 512 && t.n0 == 512 && t.m0 == 0 && t.unit_end == 64);
   fprintf(stderr, "tail: %d of %d plans split\n", splits, plans);
   CHECK(splits > plans / 20);
   return check_summary();
