@@ -450,13 +450,16 @@ static void zero_scale_blocks(void) {
  * runtime's tail is off by $AUTOTUNE_TAIL). */
 static void tail_calls(void) {
   /* Tuned (N, K) (the file's 128 x 128 tiles in clusters of two: 96 units on 66 clusters), with M
-   * a multiple of the tile and not; two that no file tunes (the default file's config): a tail of
-   * 64 x 64 tiles, and one whose tail is the whole call (10 units on 66 clusters). */
-  static const int64_t S[][3] = {{512, 6144, 4096}, {500, 6144, 4096}, {512, 4608, 7168}, {512, 576, 7168}};
+   * a multiple of the tile and not; three that no file tunes (the default file's config): a tail of
+   * 64 x 64 tiles, one whose tail is the whole call (10 units on 66 clusters), and one whose last
+   * column of tiles is mostly padding (576 columns in 256-wide tiles: the tail takes the last 64). */
+  static const int64_t S[][3] = {
+      {512, 6144, 4096}, {500, 6144, 4096}, {512, 4608, 7168}, {512, 576, 7168}, {8192, 576, 7168}};
+  enum { NS = sizeof S / sizeof S[0] };
   int tails = 0;
   CUstream s;
   CUX(at_cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < NS; i++) {
     problem p;
     make_problem(&p, S[i][0], S[i][1], S[i][2], SEED + 91 * (uint64_t)i, 0);
     at_selection sel;
@@ -470,9 +473,10 @@ static void tail_calls(void) {
       at_a8w8_tail_plan("sm90", &prm, &shape, G.info.sm_count, strcmp(sel.source, "default_file") == 0, &t);
       tails += t.split;
       if (t.split)
-        fprintf(stderr, "stress: %lld x %lld x %lld: tail C[%lld:][%lld:] after %lld units, tile %d, CLUSTER_K %d\n",
+        fprintf(stderr,
+                "stress: %lld x %lld x %lld: tail C[%lld:][%lld:] after %lld units of %lld columns, tile %d, CLUSTER_K %d\n",
                 (long long)p.m, (long long)p.n, (long long)p.k, (long long)t.m0, (long long)t.n0,
-                (long long)t.unit_end, t.tile, t.cluster_k);
+                (long long)t.unit_end, (long long)(t.main_n ? t.main_n : p.n), t.tile, t.cluster_k);
     }
     CUdeviceptr out[2];
     unsigned short *host = at_xmalloc((size_t)(p.m * p.n) * 2);
@@ -505,7 +509,7 @@ static void tail_calls(void) {
     free_problem(&p);
   }
   at_cu->StreamDestroy(s);
-  fprintf(stderr, "stress: tail launches planned on %d of 4 shapes\n", tails);
+  fprintf(stderr, "stress: tail launches planned on %d of %d shapes\n", tails, (int)NS);
   if (at_tail_env() == 1 && G.info.cc == 90) CHECK(tails >= 2); /* the committed configs leave a partial wave */
 }
 
