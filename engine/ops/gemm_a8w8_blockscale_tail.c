@@ -113,8 +113,9 @@ void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s
     consider(out, &c, TAIL_MIN_GAIN);
   }
   /* One wave, less than half full: with `whole` (a config not tuned for this shape), a tail config
-   * over all of C instead (unit_end 0: no main launch). */
-  if (whole && 2 * units <= slots) {
+   * over all of C instead (unit_end 0: no main launch). Not for decode-sized M (128 and less), where
+   * the weights' bytes, which the model does not count, take the time. */
+  if (whole && s->m > 128 && 2 * units <= slots) {
     memset(&c, 0, sizeof c);
     c.before = 1;
     c.after = cheapest_tail(s, 0, 0, bm, bn, sm_count, &c);

@@ -127,6 +127,9 @@ int main(void) {
     s.n = 7168; /* 2 x 56 = 112 units: more than half of a wave */
     at_a8w8_tail_plan("sm90", &p, &s, 132, 1, &t);
     CHECK(!t.split || t.unit_end > 0);
+    s.n = 576, s.m = 128; /* decode-sized M: never whole */
+    at_a8w8_tail_plan("sm90", &p, &s, 132, 1, &t);
+    CHECK(!t.split || t.unit_end > 0);
   }
 
   /* Every split plan over a grid of configs and shapes covers exactly the units it leaves. */
