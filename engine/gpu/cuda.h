@@ -60,6 +60,8 @@
   X(GraphLaunch, cuGraphLaunch, "cuGraphLaunch")                                                                       \
   X(GraphExecDestroy, cuGraphExecDestroy, "cuGraphExecDestroy")                                                        \
   X(GraphDestroy, cuGraphDestroy, "cuGraphDestroy")                                                                    \
+  X(GraphGetNodes, cuGraphGetNodes, "cuGraphGetNodes")                                                                 \
+  X(GraphNodeGetType, cuGraphNodeGetType, "cuGraphNodeGetType")                                                        \
   X(OccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor,                            \
     "cuOccupancyMaxActiveBlocksPerMultiprocessor")                                                                     \
   X(GetErrorName, cuGetErrorName, "cuGetErrorName")                                                                    \

@@ -710,7 +710,9 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   static _Thread_local at_launch tl_launch, tl_tail_launch;
   static _Thread_local at_a8w8_tail tl_tail;
   static _Thread_local rt_kernel *tl_tail_kern; /* NULL: no tail */
-  if (kern->serial != tl_kern || m != tl_m || n != tl_n || k != tl_k) {
+  static _Thread_local int tl_whole;              /* the plan allowed a whole-call tail (a default-file config) */
+  const int whole = e->lookup.source == AT_SRC_DEFAULT_FILE;
+  if (kern->serial != tl_kern || m != tl_m || n != tl_n || k != tl_k || whole != tl_whole) {
     const char *names[AT_MAX_PARAMS];
     at_params p = at_config_params(&kern->cfg, names);
     at_shape shape = {m, n, k};
@@ -719,8 +721,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
       return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
     tl_tail_kern = NULL;
     if (rt->tail == AT_TAIL_ON)
-      at_a8w8_tail_plan(kern->cfg.family, &p, &shape, kern->sm_count, e->lookup.source == AT_SRC_DEFAULT_FILE,
-                        &tl_tail);
+      at_a8w8_tail_plan(kern->cfg.family, &p, &shape, kern->sm_count, whole, &tl_tail);
     if (rt->tail == AT_TAIL_ON && tl_tail.split) {
       rt_kernel *tk = tail_kernel(rt, op, ctx, e, kern, tl_tail.tile, tl_tail.cluster_k);
       const char *tnames[AT_MAX_PARAMS];
@@ -736,7 +737,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
       else
         tail_warn(rt, tk);
     }
-    tl_kern = kern->serial, tl_m = m, tl_n = n, tl_k = k;
+    tl_kern = kern->serial, tl_m = m, tl_n = n, tl_k = k, tl_whole = whole;
   }
   const at_launch L = tl_launch;
   rt_kernel *const tk = tl_tail_kern;
@@ -779,7 +780,13 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
     at_kparams tkp;
     if (at_a8w8_kparams(&tk->plan, &t, &tkp))
       rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
-    else if ((r = at_launch_kernel(tk->fn, &tl_tail_launch, (CUstream)stream, &tkp, pdl)) != CUDA_SUCCESS)
+    else if ((r = at_launch_kernel(tk->fn, &tl_tail_launch, (CUstream)stream, &tkp, pdl)) != CUDA_SUCCESS && pdl &&
+             at_launch_kernel(tk->fn, &tl_tail_launch, (CUstream)stream, &tkp, 0) == CUDA_SUCCESS) {
+      /* As for the main launch (a tail that is the whole call has none before it). */
+      if (atomic_exchange(&rt->pdl, AT_PDL_OFF) == AT_PDL_ON)
+        fprintf(stderr, "autotune: the driver refused programmatic dependent launch (%s); launching plainly\n",
+                at_cu_error_name(r));
+    } else if (r != CUDA_SUCCESS)
       rc = rt_fail(AT_STATUS_ERROR, "%s: launch of the tail failed: %s", FN, at_cu_error_name(r));
   }
   /* A graph's own memory is freed after the kernel (a free node), launched or not. */

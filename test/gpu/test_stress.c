@@ -443,11 +443,50 @@ static void zero_scale_blocks(void) {
   CHECK(rescaled >= 2); /* the committed configs rescale at M >= 2048 on these (N, K) */
 }
 
-/* The runtime's tail (docs/runtime.md): shapes whose committed config leaves the units of its partial
- * last wave to a second launch over their part of C. Two calls back to back on one stream (the next
- * call's main launch may start while the previous tail still runs), the same two captured in a graph
- * and replayed twice, every output checked. The tail must have been planned for them (unless the
- * runtime's tail is off by $AUTOTUNE_TAIL). */
+/* Kernel nodes of a captured graph: what the runtime launched. */
+static int kernel_nodes(CUgraph g) {
+  size_t n = 0;
+  if (at_cu->GraphGetNodes(g, NULL, &n) != CUDA_SUCCESS) return -1;
+  CUgraphNode *nodes = at_xmalloc((n + 1) * sizeof *nodes);
+  int kernels = 0;
+  if (at_cu->GraphGetNodes(g, nodes, &n) == CUDA_SUCCESS)
+    for (size_t i = 0; i < n; i++) {
+      CUgraphNodeType t;
+      if (at_cu->GraphNodeGetType(nodes[i], &t) == CUDA_SUCCESS && t == CU_GRAPH_NODE_TYPE_KERNEL) kernels++;
+    }
+  free(nodes);
+  return kernels;
+}
+
+/* Two calls back to back with nothing between them: out[0..2] poisoned first, a call into out[0],
+ * a call into out[1] (its main launch may start while the first call's tail still runs), then at
+ * once a copy of out[1] into out[2]: what the next operation on the stream reads, which must find
+ * the second call's main launch complete although that call's last kernel was its tail (whose
+ * late wait is what guarantees it). */
+static int tail_sequence(const problem *p, CUdeviceptr out[3], CUstream s, const char *what) {
+  const size_t count = (size_t)(p->m * p->n);
+  for (int j = 0; j < 3; j++) CUX(at_cu->MemsetD16Async(out[j], 0x7fc0, count, s));
+  for (int j = 0; j < 2; j++) {
+    int rc = at_gemm_a8w8_blockscale(RT, (void *)(uintptr_t)p->a, (const float *)(uintptr_t)p->as,
+                                     (void *)(uintptr_t)p->b, (const float *)(uintptr_t)p->bs,
+                                     (void *)(uintptr_t)out[j], p->m, p->n, p->k, s);
+    if (rc != AT_STATUS_OK) {
+      fail("%s call %d, M=%lld N=%lld K=%lld: status %d: %s", what, j, (long long)p->m, (long long)p->n,
+           (long long)p->k, rc, at_runtime_last_error());
+      return 0;
+    }
+  }
+  CUX(at_cu->MemcpyDtoDAsync(out[2], out[1], count * 2, s));
+  return 1;
+}
+
+/* The runtime's tail (docs/runtime.md): shapes whose committed config leaves the units of its
+ * partial last wave, or a last column of tiles that is mostly padding, to a second launch over their
+ * part of C, or (untuned, filling less than half the GPU) runs as a tail config whole. Each: the
+ * sequence above eagerly, then captured in a graph and replayed twice, every output checked; the
+ * graph must hold the kernels the plan says (two a call with a tail, one for a whole call), so that
+ * a tail the runtime failed to launch is seen. The plans must include each kind (unless the
+ * runtime's tail is off by $AUTOTUNE_TAIL, or a re-tuning changed the configs: then update S). */
 static void tail_calls(void) {
   /* Tuned (N, K) (the file's 128 x 128 tiles in clusters of two: 96 units on 66 clusters), with M
    * a multiple of the tile and not; three that no file tunes (the default file's config): a tail of
@@ -456,7 +495,8 @@ static void tail_calls(void) {
   static const int64_t S[][3] = {
       {512, 6144, 4096}, {500, 6144, 4096}, {512, 4608, 7168}, {512, 576, 7168}, {8192, 576, 7168}};
   enum { NS = sizeof S / sizeof S[0] };
-  int tails = 0;
+  int waves = 0, wholes = 0, columns = 0;
+  const int on = at_tail_env() == 1 && G.info.cc == 90;
   CUstream s;
   CUX(at_cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING));
   for (int i = 0; i < NS; i++) {
@@ -464,53 +504,57 @@ static void tail_calls(void) {
     make_problem(&p, S[i][0], S[i][1], S[i][2], SEED + 91 * (uint64_t)i, 0);
     at_selection sel;
     at_config c = {0};
+    at_a8w8_tail t = {0};
     if (at_runtime_select(RT, "gemm_a8w8_blockscale", p.m, p.n, p.k, NULL, &sel) == AT_STATUS_OK &&
         at_config_set_params(&c, sel.params) == AT_OK && strstr(sel.kernel, "_sm90<")) {
       const char *names[AT_MAX_PARAMS];
       at_params prm = at_config_params(&c, names);
       at_shape shape = {p.m, p.n, p.k};
-      at_a8w8_tail t;
       at_a8w8_tail_plan("sm90", &prm, &shape, G.info.sm_count, strcmp(sel.source, "default_file") == 0, &t);
-      tails += t.split;
-      if (t.split)
-        fprintf(stderr,
-                "stress: %lld x %lld x %lld: tail C[%lld:][%lld:] after %lld units of %lld columns, tile %d, CLUSTER_K %d\n",
-                (long long)p.m, (long long)p.n, (long long)p.k, (long long)t.m0, (long long)t.n0,
-                (long long)t.unit_end, (long long)(t.main_n ? t.main_n : p.n), t.tile, t.cluster_k);
     }
-    CUdeviceptr out[2];
+    if (!on) t.split = 0;
+    waves += t.split && t.unit_end > 0 && !t.main_n, wholes += t.split && t.unit_end == 0, columns += t.split && t.main_n;
+    if (t.split)
+      fprintf(stderr,
+              "stress: %lld x %lld x %lld: tail C[%lld:][%lld:] after %lld units of %lld columns, tile %d, CLUSTER_K %d\n",
+              (long long)p.m, (long long)p.n, (long long)p.k, (long long)t.m0, (long long)t.n0,
+              (long long)t.unit_end, (long long)(t.main_n ? t.main_n : p.n), t.tile, t.cluster_k);
+    const int per_call = t.split && t.unit_end > 0 ? 2 : 1; /* kernels a call launches */
+    CUdeviceptr out[3];
     unsigned short *host = at_xmalloc((size_t)(p.m * p.n) * 2);
-    for (int j = 0; j < 2; j++) CUX(at_cu->MemAlloc(&out[j], (size_t)(p.m * p.n) * 2));
-    int ok = gemm(&p, out[0], s, "tail, back to back", 2 * i) == AT_STATUS_OK &&
-             gemm(&p, out[1], s, "tail, back to back", 2 * i + 1) == AT_STATUS_OK;
+    for (int j = 0; j < 3; j++) CUX(at_cu->MemAlloc(&out[j], (size_t)(p.m * p.n) * 2));
+    int ok = tail_sequence(&p, out, s, "tail, back to back");
     CUX(at_cu->StreamSynchronize(s));
-    for (int j = 0; ok && j < 2; j++) check_output(&p, out[j], host, "tail, back to back", 2 * i + j);
+    for (int j = 0; ok && j < 3; j++) check_output(&p, out[j], host, "tail, back to back", j);
     CUgraph graph;
     CUgraphExec exec = NULL;
     CUX(at_cu->StreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    ok = gemm(&p, out[0], s, "tail, captured", 2 * i) == AT_STATUS_OK &&
-         gemm(&p, out[1], s, "tail, captured", 2 * i + 1) == AT_STATUS_OK;
+    ok = tail_sequence(&p, out, s, "tail, captured");
     if (at_cu->StreamEndCapture(s, &graph) != CUDA_SUCCESS) {
       fail("tail: capture of M=%lld N=%lld K=%lld failed", (long long)p.m, (long long)p.n, (long long)p.k);
       ok = 0;
     } else {
+      const int kernels = kernel_nodes(graph);
+      if (ok && kernels != 2 * per_call)
+        fail("tail: M=%lld N=%lld K=%lld: the graph of two calls holds %d kernels, the plan says %d",
+             (long long)p.m, (long long)p.n, (long long)p.k, kernels, 2 * per_call);
       CUX(at_cu->GraphInstantiate(&exec, graph, 0));
       CUX(at_cu->GraphDestroy(graph));
     }
     for (int round = 0; ok && exec && round < 2; round++) {
-      for (int j = 0; j < 2; j++) CUX(at_cu->MemsetD16Async(out[j], 0x7fc0, (size_t)(p.m * p.n), s));
       CUX(at_cu->GraphLaunch(exec, s));
       CUX(at_cu->StreamSynchronize(s));
-      for (int j = 0; j < 2; j++) check_output(&p, out[j], host, "tail, graph replay", 2 * round + j);
+      for (int j = 0; j < 3; j++) check_output(&p, out[j], host, "tail, graph replay", 3 * round + j);
     }
     if (exec) at_cu->GraphExecDestroy(exec);
-    for (int j = 0; j < 2; j++) at_cu->MemFree(out[j]);
+    for (int j = 0; j < 3; j++) at_cu->MemFree(out[j]);
     free(host);
     free_problem(&p);
   }
   at_cu->StreamDestroy(s);
-  fprintf(stderr, "stress: tail launches planned on %d of %d shapes\n", tails, (int)NS);
-  if (at_tail_env() == 1 && G.info.cc == 90) CHECK(tails >= 2); /* the committed configs leave a partial wave */
+  fprintf(stderr, "stress: tails planned: %d of the last wave, %d whole calls, %d of padding (of %d shapes)\n", waves,
+          wholes, columns, (int)NS);
+  if (on) CHECK(waves >= 3 && wholes >= 1 && columns >= 1);
 }
 
 int main(int argc, char **argv) {

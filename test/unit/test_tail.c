@@ -5,6 +5,7 @@
  * the tail's rectangle C[m0:M][n0:N], n0 on a weight-scale block, and the main launch must end at
  * least a wave earlier. Where it must not split (one wave, a full last wave, split K, CLUSTER_K 2,
  * the mma family), it does not. And the two shapes it exists for split as docs/perf.md says. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,16 @@ int main(void) {
    * launch takes 512 (one wave of 64 units), the tail the last 64 columns. */
   plan(&big, 8192, 576, 7168, 132, &t);
   CHECK(t.split && t.main_n == 512 && t.n0 == 512 && t.m0 == 0 && t.unit_end == 64);
+  /* The tail configs' parameters: 128 x 128 (six stages) and 64 x 64 (seven), CLUSTER_K as asked. */
+  for (int tile = 0; tile < 2; tile++)
+    for (int kk = 1; kk <= 2; kk++) {
+      const char *json = at_a8w8_tail_params(tile, kk);
+      char want[64];
+      snprintf(want, sizeof want, "\"BLOCK_M\":%d,\"BLOCK_N\":%d,\"CLUSTER_K\":%d", tile ? 64 : 128, tile ? 64 : 128, kk);
+      CHECK(json && strstr(json, want));
+      CHECK(json && strstr(json, tile ? "\"STAGES\":7" : "\"STAGES\":6"));
+    }
+  CHECK(at_a8w8_tail_params(2, 1) == NULL && at_a8w8_tail_params(0, 3) == NULL);
   fprintf(stderr, "tail: %d of %d plans split\n", splits, plans);
   CHECK(splits > plans / 20);
   return check_summary();
