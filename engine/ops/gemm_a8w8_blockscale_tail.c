@@ -40,6 +40,7 @@ static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 #define TAIL_MIN_GAIN 0.99
 #define WHOLE_MIN_GAIN 0.9 /* a tail config instead of the whole call: a wider margin */
 #define PAD_MIN 0.1        /* padding of the last column of tiles worth a column tail: 10% of N */
+#define WHOLE_RATE_64 0.5  /* see the whole call below */
 /* The tail's fixed cost (its pipeline's fill, the exchange of halves, the epilogue, its wait for
  * the main launch), and an SM's rate, which turns it into main units: on the H100 a tail cost 2-3
  * us more than its share of the products, which lost where K is short (1024 x 3072 x 1536: 1.11x
@@ -47,10 +48,11 @@ static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 #define TAIL_FIXED_US 3.0
 #define SM_FLOP_PER_US 9.0e6
 
-/* The cheapest tail config for C[m0:M][n0:N], in main units (of a bm x bn CTA tile's time over K);
- * sets out->tile and out->cluster_k. */
+/* The cheapest tail config for C[m0:M][n0:N], in main units (of a bm x bn CTA tile's time over K,
+ * times `rate`: the main tile's time per product against the reference); sets out->tile and
+ * out->cluster_k. */
 static double cheapest_tail(const at_shape *s, int64_t m0, int64_t n0, int64_t bm, int64_t bn, int sm_count,
-                            at_a8w8_tail *out) {
+                            double rate, at_a8w8_tail *out) {
   const double unit_us = 2.0 * (double)bm * (double)bn * (double)s->k / SM_FLOP_PER_US;
   double best = 0;
   for (int i = 0; i < MENU_LEN; i++) {
@@ -59,7 +61,7 @@ static double cheapest_tail(const at_shape *s, int64_t m0, int64_t n0, int64_t b
     const int64_t tail_tiles = div_up(s->m - m0, MENU[i].m) * div_up(s->n - n0, MENU[i].n);
     const int ck = 2 * tail_tiles <= sm_count && s->k / 128 >= 8 ? 2 : 1;
     const int64_t tail_waves = div_up(tail_tiles, sm_count / ck);
-    const double per_cta = (double)MENU[i].m * MENU[i].n / ck / ((double)bm * (double)bn) * MENU[i].penalty;
+    const double per_cta = (double)MENU[i].m * MENU[i].n / ck / ((double)bm * (double)bn) * MENU[i].penalty * rate;
     const double t = (double)tail_waves * per_cta + TAIL_FIXED_US / unit_us;
     if (i == 0 || t < best) best = t, out->tile = i, out->cluster_k = ck;
   }
@@ -102,7 +104,7 @@ void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s
       memset(&c, 0, sizeof c);
       c.unit_end = units - k * gm, c.m0 = last_first * rows, c.n0 = (tiles_n - k) * cols;
       c.before = before;
-      c.after = (double)div_up(c.unit_end, slots) + cheapest_tail(s, c.m0, c.n0, bm, bn, sm_count, &c);
+      c.after = (double)div_up(c.unit_end, slots) + cheapest_tail(s, c.m0, c.n0, bm, bn, sm_count, 1.0, &c);
       consider(out, &c, TAIL_MIN_GAIN);
     }
   }
@@ -114,16 +116,19 @@ void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s
     memset(&c, 0, sizeof c);
     c.unit_end = tiles_m * (tiles_n - 1), c.n0 = main_n, c.main_n = main_n;
     c.before = before;
-    c.after = (double)div_up(c.unit_end, slots) + cheapest_tail(s, 0, main_n, bm, bn, sm_count, &c);
+    c.after = (double)div_up(c.unit_end, slots) + cheapest_tail(s, 0, main_n, bm, bn, sm_count, 1.0, &c);
     consider(out, &c, TAIL_MIN_GAIN);
   }
-  /* One wave, less than half full: with `whole` (a config not tuned for this shape), a tail config
-   * over all of C instead (unit_end 0: no main launch). Not for decode-sized M (128 and less), where
-   * the weights' bytes, which the model does not count, take the time. */
-  if (whole && s->m > 128 && 2 * units <= slots) {
+  /* With `whole` (a config not tuned for this shape): a tail config over all of C instead (unit_end
+   * 0: no main launch). Not for decode-sized M (128 and less), where the weights' bytes, which the
+   * model does not count, take the time. A main tile of 64 rows (one math warpgroup) is taken to
+   * do half the products an SM-second of the two-warpgroup tiles the penalties were fitted against
+   * (H100, docs/perf.md: the default file's 64 x 128 tiles at M = 256 lost to a tail config whole
+   * on every shape where this changed the choice). */
+  if (whole && s->m > 128) {
     memset(&c, 0, sizeof c);
-    c.before = 1;
-    c.after = cheapest_tail(s, 0, 0, bm, bn, sm_count, &c);
+    c.before = before;
+    c.after = cheapest_tail(s, 0, 0, bm, bn, sm_count, bm == 64 ? WHOLE_RATE_64 : 1.0, &c);
     consider(out, &c, WHOLE_MIN_GAIN);
   }
 }

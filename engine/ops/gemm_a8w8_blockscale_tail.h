@@ -13,8 +13,8 @@
  * The same applies to padding: when the last column of tiles lies mostly past N (N = 576 in
  * 256-wide tiles computes 768 columns), the main launch computes the whole columns of tiles only
  * (a GEMM of fewer columns, C's row stride N) and the tail the last columns. And, for a config that
- * was not tuned for the shape (the default file's), a call with M above 128 of one wave less than
- * half full may run as a tail config whole.
+ * was not tuned for the shape (the default file's), a call with M above 128 may run as a tail
+ * config whole.
  *
  * The plan is pure arithmetic on the config's parameters, the shape and the SM count: the same on
  * every call, cached with the launch geometry. A cost model in units of one main unit's time (T)
@@ -45,9 +45,9 @@ typedef struct at_a8w8_tail {
 /* The plan for a config (family, parameters) on a shape and a GPU of sm_count SMs. Never fails: a
  * config the tail does not apply to (another family, split K, CLUSTER_K 2, one wave or less, a last
  * wave that is full) gets split 0. With `whole` (the caller's config was not tuned for this (N, K):
- * the default file's), a call (M > 128) of one wave less than half full may be given to a tail
- * config whole (unit_end 0, m0 = n0 = 0), where the model predicts at most 90% of the time: the
- * tuner, which tried such configs on tuned shapes, is not second-guessed there. */
+ * the default file's), a call (M > 128) may be given to a tail config whole (unit_end 0, m0 = n0 =
+ * 0), where the model predicts at most 90% of the time: the tuner, which tried such configs on
+ * tuned shapes, is not second-guessed there. */
 void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s, int sm_count, int whole,
                        at_a8w8_tail *out);
 

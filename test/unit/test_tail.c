@@ -125,8 +125,17 @@ int main(void) {
     CHECK(!t.split);
     at_a8w8_tail_plan("sm90", &p, &s, 132, 1, &t);
     CHECK(t.split && t.unit_end == 0 && t.m0 == 0 && t.n0 == 0 && t.after <= 0.9 * t.before);
-    s.n = 7168; /* 2 x 56 = 112 units: more than half of a wave */
+    s.n = 7168; /* 2 x 56 = 112 units in 1.7 waves: neither a tail nor the whole call predicts a gain */
     at_a8w8_tail_plan("sm90", &p, &s, 132, 1, &t);
+    CHECK(!t.split || t.unit_end > 0);
+    /* 256 x 7168 x 8192 in the default file's 64 x 128 tiles paired along M (112 units, 1.7 waves):
+     * whole, in 128 x 128 tiles (H100: 1.27x cuBLASLt's time to 1.11x). */
+    const int64_t v64[] = {64, 128, 1, 2, 1, 8, 1};
+    at_params p64 = {names, v64, 7};
+    at_shape s256 = {256, 7168, 8192};
+    at_a8w8_tail_plan("sm90", &p64, &s256, 132, 1, &t);
+    CHECK(t.split && t.unit_end == 0 && t.tile == 0);
+    at_a8w8_tail_plan("sm90", &p64, &s256, 132, 0, &t); /* tuned: never whole */
     CHECK(!t.split || t.unit_end > 0);
     s.n = 576, s.m = 128; /* decode-sized M: never whole */
     at_a8w8_tail_plan("sm90", &p, &s, 132, 1, &t);
