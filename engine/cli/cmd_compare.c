@@ -98,6 +98,16 @@ static int is_dir(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* An on/off switch of the runtime: the option (put in the environment for the workers), else the
+ * environment's value; *value becomes "on" or "off". */
+static int runtime_switch(const char **value, const char *flag, const char *var) {
+  if (*value && setenv(var, *value, 1)) return at_fail(AT_ERR_RUNTIME, "setenv %s: %s", var, strerror(errno));
+  int on = at_switch_env(var);
+  if (on < 0) return at_fail(AT_ERR_INPUT, "%s must be off or on (got '%s')", *value ? flag : var, getenv(var));
+  *value = on ? "on" : "off";
+  return AT_OK;
+}
+
 static int parse_options(int argc, char **argv, options *o) {
   static const struct option LONG[] = {{"providers", required_argument, 0, 'p'}, {"db", required_argument, 0, 'd'},
                                        {"configs", required_argument, 0, 'c'},   {"shapes", required_argument, 0, 's'},
@@ -133,22 +143,9 @@ static int parse_options(int argc, char **argv, options *o) {
   if (o->db && !at_file_exists(o->db)) return at_fail(AT_ERR_INPUT, "--db: %s: no such DB", o->db);
   if (o->configs && !is_dir(o->configs)) return at_fail(AT_ERR_INPUT, "--configs: %s is not a directory", o->configs);
   cmp_default_sources(&o->db, &o->configs);
-  /* The workers' runtimes take the mode from the environment they inherit. */
-  if (o->pdl && setenv("AUTOTUNE_PDL", o->pdl, 1))
-    return at_fail(AT_ERR_RUNTIME, "setenv AUTOTUNE_PDL: %s", strerror(errno));
-  int pdl = at_pdl_env();
-  if (pdl < 0)
-    return at_fail(AT_ERR_INPUT, "%s must be off or on (got '%s')", o->pdl ? "--pdl" : "AUTOTUNE_PDL",
-                   getenv("AUTOTUNE_PDL"));
-  o->pdl = pdl ? "on" : "off";
-  if (o->tail && setenv("AUTOTUNE_TAIL", o->tail, 1))
-    return at_fail(AT_ERR_RUNTIME, "setenv AUTOTUNE_TAIL: %s", strerror(errno));
-  int tail = at_tail_env();
-  if (tail < 0)
-    return at_fail(AT_ERR_INPUT, "%s must be off or on (got '%s')", o->tail ? "--tail" : "AUTOTUNE_TAIL",
-                   getenv("AUTOTUNE_TAIL"));
-  o->tail = tail ? "on" : "off";
-  return AT_OK;
+  /* The workers' runtimes take the modes from the environment they inherit. */
+  AT_TRY(runtime_switch(&o->pdl, "--pdl", "AUTOTUNE_PDL"));
+  return runtime_switch(&o->tail, "--tail", "AUTOTUNE_TAIL");
 }
 
 static const char *const CODES[AT_CMP_NPROVIDERS] = {"at", "lt", "df", "bl"};

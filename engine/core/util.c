@@ -312,14 +312,12 @@ int at_parse_i64(const char *s, int64_t *out) {
   return 0;
 }
 
-int at_pdl_env(void) {
-  const char *v = getenv("AUTOTUNE_PDL");
+int at_switch_env(const char *var) {
+  const char *v = getenv(var);
   if (!v || !*v || strcmp(v, "on") == 0) return 1;
   return strcmp(v, "off") == 0 ? 0 : -1;
 }
 
-int at_tail_env(void) {
-  const char *v = getenv("AUTOTUNE_TAIL");
-  if (!v || !*v || strcmp(v, "on") == 0) return 1;
-  return strcmp(v, "off") == 0 ? 0 : -1;
-}
+int at_pdl_env(void) { return at_switch_env("AUTOTUNE_PDL"); }
+
+int at_tail_env(void) { return at_switch_env("AUTOTUNE_TAIL"); }

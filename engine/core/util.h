@@ -61,11 +61,13 @@ int at_debug(void);
 /* Parses a whole decimal integer; returns 0 on success. */
 int at_parse_i64(const char *s, int64_t *out);
 
+/* An on/off switch of the environment, on by default: 1 when `var` is unset, empty or "on", 0 for
+ * "off", -1 for anything else. */
+int at_switch_env(const char *var);
 /* $AUTOTUNE_PDL (programmatic dependent launch, docs/runtime.md), which the runtime library and the
- * tuner's workers share: 1 when unset, empty or "on", 0 for "off", -1 for anything else. */
+ * tuner's workers share. */
 int at_pdl_env(void);
-/* $AUTOTUNE_TAIL (the runtime's tail launch, docs/runtime.md): 1 unset, empty or "on", 0 "off",
- * -1 anything else. */
+/* $AUTOTUNE_TAIL (the runtime's tail launch, docs/runtime.md). */
 int at_tail_env(void);
 
 #endif

@@ -360,26 +360,19 @@ static char *option_or_env(const char *given, const char *var) {
   return v && *v ? at_xstrdup(v) : NULL;
 }
 
-/* The launch mode: the option, else $AUTOTUNE_PDL, else on. */
-static int pdl_mode(int given, int *out) {
+/* An on/off option (AT_PDL_* and AT_TAIL_* alike: 0 default, 1 off, 2 on): the option, else the
+ * environment variable, else on. */
+_Static_assert(AT_PDL_DEFAULT == AT_TAIL_DEFAULT && AT_PDL_OFF == AT_TAIL_OFF && AT_PDL_ON == AT_TAIL_ON,
+               "the switches share their values");
+static int switch_mode(int given, const char *option, const char *upper, const char *var, int *out) {
   if (given != AT_PDL_DEFAULT && given != AT_PDL_OFF && given != AT_PDL_ON)
     return rt_fail(AT_STATUS_INVALID,
-                   "at_runtime_open: options->pdl must be AT_PDL_DEFAULT, AT_PDL_OFF or AT_PDL_ON (got %d)", given);
-  int env = at_pdl_env();
+                   "at_runtime_open: options->%s must be AT_%s_DEFAULT, AT_%s_OFF or AT_%s_ON (got %d)", option, upper,
+                   upper, upper, given);
+  int env = at_switch_env(var);
   *out = given ? given : env ? AT_PDL_ON : AT_PDL_OFF;
   if (given || env >= 0) return AT_STATUS_OK;
-  return rt_fail(AT_STATUS_INVALID, "at_runtime_open: AUTOTUNE_PDL must be off or on (got \"%s\")", getenv("AUTOTUNE_PDL"));
-}
-
-/* The tail: the option, else $AUTOTUNE_TAIL, else on. */
-static int tail_mode(int given, int *out) {
-  if (given != AT_TAIL_DEFAULT && given != AT_TAIL_OFF && given != AT_TAIL_ON)
-    return rt_fail(AT_STATUS_INVALID,
-                   "at_runtime_open: options->tail must be AT_TAIL_DEFAULT, AT_TAIL_OFF or AT_TAIL_ON (got %d)", given);
-  int env = at_tail_env();
-  *out = given ? given : env ? AT_TAIL_ON : AT_TAIL_OFF;
-  if (given || env >= 0) return AT_STATUS_OK;
-  return rt_fail(AT_STATUS_INVALID, "at_runtime_open: AUTOTUNE_TAIL must be off or on (got \"%s\")", getenv("AUTOTUNE_TAIL"));
+  return rt_fail(AT_STATUS_INVALID, "at_runtime_open: %s must be off or on (got \"%s\")", var, getenv(var));
 }
 
 int at_runtime_open(const at_runtime_options *o, at_runtime **out) {
@@ -388,8 +381,8 @@ int at_runtime_open(const at_runtime_options *o, at_runtime **out) {
   at_runtime_options none = {0};
   if (!o) o = &none;
   int pdl, tail;
-  int rc = pdl_mode(o->pdl, &pdl);
-  if (!rc) rc = tail_mode(o->tail, &tail);
+  int rc = switch_mode(o->pdl, "pdl", "PDL", "AUTOTUNE_PDL", &pdl);
+  if (!rc) rc = switch_mode(o->tail, "tail", "TAIL", "AUTOTUNE_TAIL", &tail);
   if (rc) return rc;
   at_runtime *rt = at_xcalloc(1, sizeof *rt);
   atomic_init(&rt->pdl, pdl);
