@@ -741,12 +741,12 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
                                        ws.partials, ws.counters, (int)m, (int)n, (int)k, (int)ws.ncounters};
   if (tk) args.unit_end = (int)tl_tail.unit_end;
   if (tk && tl_tail.main_n) args.n = (int)tl_tail.main_n, args.ldc = (int)n;
-  at_kparams kp;
-  if (at_a8w8_kparams(&kern->plan, &args, &kp)) rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
-  int pdl = L.griddep && atomic_load_explicit(&rt->pdl, memory_order_relaxed) == AT_PDL_ON;
-  /* A tail that is the whole call (unit_end 0: an untuned shape the tuned config would fill less than
-   * half of) has no main launch before it. */
+  /* A tail that is the whole call (unit_end 0: an untuned shape that a tail config runs faster) has
+   * no main launch before it. */
   const int main_launch = !tk || tl_tail.unit_end > 0;
+  at_kparams kp;
+  if (main_launch && at_a8w8_kparams(&kern->plan, &args, &kp)) rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
+  int pdl = L.griddep && atomic_load_explicit(&rt->pdl, memory_order_relaxed) == AT_PDL_ON;
   CUresult r = rc || !main_launch ? CUDA_SUCCESS : at_launch_kernel(kern->fn, &L, (CUstream)stream, &kp, pdl);
   if (r != CUDA_SUCCESS && pdl && at_launch_kernel(kern->fn, &L, (CUstream)stream, &kp, 0) == CUDA_SUCCESS) {
     /* A driver without programmatic dependent launch: plain launches from now on. */
