@@ -1,6 +1,7 @@
 /* gemm_a8w8_blockscale_tail.c: see gemm_a8w8_blockscale_tail.h. */
 #include "gemm_a8w8_blockscale_tail.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const char AT_A8W8_TAIL_ENTRY[] = "gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, UNSPLIT, PINGPONG, "
@@ -16,23 +17,14 @@ typedef struct tail_tile {
 } tail_tile;
 static const tail_tile MENU[] = {{128, 128, 6, 1.3}, {64, 64, 7, 1.8}};
 enum { MENU_LEN = sizeof MENU / sizeof MENU[0] };
-_Static_assert(MENU_LEN <= 2, "PARAMS below holds two tail configs");
 
-/* The menu's parameters as JSON, [tile][CLUSTER_K - 1]: constants, so that runtimes in several
- * threads read them without a lock (MENU above must agree). */
-static const char *const PARAMS[2][2] = {
-    {"{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_K\":1,\"CLUSTER_M\":1,\"CLUSTER_N\":1,\"GROUP_M\":1,\"KPIPE\":2,"
-     "\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":6,\"STORE\":0,\"UNSPLIT\":1}",
-     "{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_K\":2,\"CLUSTER_M\":1,\"CLUSTER_N\":1,\"GROUP_M\":1,\"KPIPE\":2,"
-     "\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":6,\"STORE\":0,\"UNSPLIT\":1}"},
-    {"{\"BLOCK_M\":64,\"BLOCK_N\":64,\"CLUSTER_K\":1,\"CLUSTER_M\":1,\"CLUSTER_N\":1,\"GROUP_M\":1,\"KPIPE\":2,"
-     "\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":7,\"STORE\":0,\"UNSPLIT\":1}",
-     "{\"BLOCK_M\":64,\"BLOCK_N\":64,\"CLUSTER_K\":2,\"CLUSTER_M\":1,\"CLUSTER_N\":1,\"GROUP_M\":1,\"KPIPE\":2,"
-     "\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":7,\"STORE\":0,\"UNSPLIT\":1}"}};
-
-const char *at_a8w8_tail_params(int tile, int cluster_k) {
-  if (tile < 0 || tile >= MENU_LEN || cluster_k < 1 || cluster_k > 2) return NULL;
-  return PARAMS[tile][cluster_k - 1];
+int at_a8w8_tail_params(int tile, int cluster_k, char *buf, size_t len) {
+  if (tile < 0 || tile >= MENU_LEN || cluster_k < 1 || cluster_k > 2) return -1;
+  const int n = snprintf(buf, len,
+                         "{\"BLOCK_M\":%d,\"BLOCK_N\":%d,\"CLUSTER_K\":%d,\"CLUSTER_M\":1,\"CLUSTER_N\":1,\"GROUP_M\":1,"
+                         "\"KPIPE\":2,\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":%d,\"STORE\":0,\"UNSPLIT\":1}",
+                         MENU[tile].m, MENU[tile].n, cluster_k, MENU[tile].stages);
+  return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }

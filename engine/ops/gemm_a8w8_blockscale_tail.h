@@ -27,6 +27,7 @@
 #ifndef AT_OPS_GEMM_A8W8_BLOCKSCALE_TAIL_H
 #define AT_OPS_GEMM_A8W8_BLOCKSCALE_TAIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../core/op.h"
@@ -52,8 +53,9 @@ void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s
                        at_a8w8_tail *out);
 
 /* The tail configs: their template entry (every parameter by name), and the parameters of tile
- * (at_a8w8_tail.tile) with CLUSTER_K cluster_k as JSON (NULL for other values). */
+ * (at_a8w8_tail.tile) with CLUSTER_K cluster_k as JSON into buf (written per call: no shared
+ * state); -1 for other values or a buffer too small (256 bytes are enough). */
 extern const char AT_A8W8_TAIL_ENTRY[];
-const char *at_a8w8_tail_params(int tile, int cluster_k);
+int at_a8w8_tail_params(int tile, int cluster_k, char *buf, size_t len);
 
 #endif

@@ -625,8 +625,10 @@ static rt_kernel *tail_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, rt
   if (!k) {
     at_config c = main_kern->cfg;
     snprintf(c.entry, sizeof c.entry, "%s", AT_A8W8_TAIL_ENTRY);
-    const char *params = at_a8w8_tail_params(tile, ck);
-    char *name = params && at_config_set_params(&c, params) == AT_OK ? at_config_name_expr(&c) : NULL;
+    char params[256];
+    char *name = at_a8w8_tail_params(tile, ck, params, sizeof params) == 0 && at_config_set_params(&c, params) == AT_OK
+                     ? at_config_name_expr(&c)
+                     : NULL;
     if (!name) {
       k = at_xcalloc(1, sizeof *k); /* not reached: the parameters are the library's own */
       k->name_expr = at_xstrdup(AT_A8W8_TAIL_ENTRY);

@@ -218,8 +218,8 @@ static void check_output(const problem *p, CUdeviceptr out, unsigned short *host
          first / (size_t)p->n, first % (size_t)p->n, worst);
 }
 
-static int gemm(const problem *p, CUdeviceptr out, CUstream s, const char *what, int call) {
-  CUX(at_cu->MemsetD16Async(out, 0x7fc0, (size_t)(p->m * p->n), s)); /* NaN: unwritten stays NaN */
+/* One call through the library; a failure is reported. */
+static int call_library(const problem *p, CUdeviceptr out, CUstream s, const char *what, int call) {
   int rc = at_gemm_a8w8_blockscale(RT, (void *)(uintptr_t)p->a, (const float *)(uintptr_t)p->as,
                                    (void *)(uintptr_t)p->b, (const float *)(uintptr_t)p->bs, (void *)(uintptr_t)out,
                                    p->m, p->n, p->k, s);
@@ -227,6 +227,12 @@ static int gemm(const problem *p, CUdeviceptr out, CUstream s, const char *what,
     fail("%s call %d, M=%lld N=%lld K=%lld: status %d: %s", what, call, (long long)p->m, (long long)p->n,
          (long long)p->k, rc, at_runtime_last_error());
   return rc;
+}
+
+/* The output poisoned with NaN (unwritten stays NaN), then one call. */
+static int gemm(const problem *p, CUdeviceptr out, CUstream s, const char *what, int call) {
+  CUX(at_cu->MemsetD16Async(out, 0x7fc0, (size_t)(p->m * p->n), s));
+  return call_library(p, out, s, what, call);
 }
 
 /* ---- the threads ------------------------------------------------------------------------------ */
@@ -466,16 +472,8 @@ static int kernel_nodes(CUgraph g) {
 static int tail_sequence(const problem *p, CUdeviceptr out[3], CUstream s, const char *what) {
   const size_t count = (size_t)(p->m * p->n);
   for (int j = 0; j < 3; j++) CUX(at_cu->MemsetD16Async(out[j], 0x7fc0, count, s));
-  for (int j = 0; j < 2; j++) {
-    int rc = at_gemm_a8w8_blockscale(RT, (void *)(uintptr_t)p->a, (const float *)(uintptr_t)p->as,
-                                     (void *)(uintptr_t)p->b, (const float *)(uintptr_t)p->bs,
-                                     (void *)(uintptr_t)out[j], p->m, p->n, p->k, s);
-    if (rc != AT_STATUS_OK) {
-      fail("%s call %d, M=%lld N=%lld K=%lld: status %d: %s", what, j, (long long)p->m, (long long)p->n,
-           (long long)p->k, rc, at_runtime_last_error());
-      return 0;
-    }
-  }
+  for (int j = 0; j < 2; j++)
+    if (call_library(p, out[j], s, what, j) != AT_STATUS_OK) return 0;
   CUX(at_cu->MemcpyDtoDAsync(out[2], out[1], count * 2, s));
   return 1;
 }

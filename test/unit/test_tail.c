@@ -52,7 +52,8 @@ static int check_plan(const cfg *c, int64_t m, int64_t n, int64_t k, int sm) {
   CHECK((units - 1) / slots > (t.unit_end - 1) / slots); /* a wave less */
   CHECK(t.n0 % 128 == 0 && t.n0 % cols == 0 && t.m0 % rows == 0 && t.m0 < m && t.n0 < n);
   CHECK(t.cluster_k == 1 || t.cluster_k == 2);
-  CHECK((t.tile == 0 || t.tile == 1) && at_a8w8_tail_params(t.tile, t.cluster_k) != NULL);
+  char json[256];
+  CHECK((t.tile == 0 || t.tile == 1) && at_a8w8_tail_params(t.tile, t.cluster_k, json, sizeof json) == 0);
   CHECK(t.after <= 0.99 * t.before);
   int64_t inside = 0, wrong = 0;
   for (int64_t u = 0; u < units; u++) {
@@ -67,29 +68,29 @@ static int check_plan(const cfg *c, int64_t m, int64_t n, int64_t k, int sm) {
   return 1;
 }
 
+/* A split of the last wave as given, in 128 x 128 tail tiles split in K by a cluster of two. */
+static void expect_tail(const cfg *c, int64_t m, int64_t n, int64_t k, int64_t unit_end, int64_t m0, int64_t n0) {
+  at_a8w8_tail t;
+  plan(c, m, n, k, 132, &t);
+  CHECK(t.split);
+  CHECK_EQ_INT(t.unit_end, unit_end);
+  CHECK_EQ_INT(t.m0, m0);
+  CHECK_EQ_INT(t.n0, n0);
+  CHECK_EQ_INT(t.tile, 0);
+  CHECK_EQ_INT(t.cluster_k, 2);
+}
+
 int main(void) {
   /* 4096 x 28672 x 4096 with the committed 128 x 256 tiles in clusters of two along M: 1,792 units
    * on 66 clusters, 10 in the last wave; the tail takes the last 2 columns of the last 8 rows of
    * cluster tiles (2048 x 512), 64 tiles of 128 x 128 split in K over 128 CTAs. */
   const cfg big = {128, 256, 2, 1, 8, 1, 1};
   at_a8w8_tail t;
-  plan(&big, 4096, 28672, 4096, 132, &t);
-  CHECK(t.split);
-  CHECK_EQ_INT(t.unit_end, 1776);
-  CHECK_EQ_INT(t.m0, 2048);
-  CHECK_EQ_INT(t.n0, 28672 - 512);
-  CHECK_EQ_INT(t.tile, 0);
-  CHECK_EQ_INT(t.cluster_k, 2);
+  expect_tail(&big, 4096, 28672, 4096, 1776, 2048, 28672 - 512);
   /* 512 x 6144 x 4096 in 128 x 128 tiles paired along M: 96 units on 66 clusters; the tail is the
    * last 15 columns (512 x 1920): one wave and a half become one wave and a split tail. */
   const cfg mid = {128, 128, 2, 1, 8, 1, 1};
-  plan(&mid, 512, 6144, 4096, 132, &t);
-  CHECK(t.split);
-  CHECK_EQ_INT(t.unit_end, 66);
-  CHECK_EQ_INT(t.m0, 0);
-  CHECK_EQ_INT(t.n0, 6144 - 1920);
-  CHECK_EQ_INT(t.tile, 0);
-  CHECK_EQ_INT(t.cluster_k, 2);
+  expect_tail(&mid, 512, 6144, 4096, 66, 0, 6144 - 1920);
 
   /* Never: one wave or less, a full last wave, split K, CLUSTER_K 2, another family. */
   plan(&mid, 512, 4096, 4096, 132, &t); /* 64 units */
@@ -166,13 +167,16 @@ int main(void) {
   /* The tail configs' parameters: 128 x 128 (six stages) and 64 x 64 (seven), CLUSTER_K as asked. */
   for (int tile = 0; tile < 2; tile++)
     for (int kk = 1; kk <= 2; kk++) {
-      const char *json = at_a8w8_tail_params(tile, kk);
-      char want[64];
+      char json[256], want[64];
+      const int rc = at_a8w8_tail_params(tile, kk, json, sizeof json);
       snprintf(want, sizeof want, "\"BLOCK_M\":%d,\"BLOCK_N\":%d,\"CLUSTER_K\":%d", tile ? 64 : 128, tile ? 64 : 128, kk);
-      CHECK(json && strstr(json, want));
-      CHECK(json && strstr(json, tile ? "\"STAGES\":7" : "\"STAGES\":6"));
+      CHECK(rc == 0 && strstr(json, want));
+      CHECK(rc == 0 && strstr(json, tile ? "\"STAGES\":7" : "\"STAGES\":6"));
     }
-  CHECK(at_a8w8_tail_params(2, 1) == NULL && at_a8w8_tail_params(0, 3) == NULL);
+  char json_buf[256], small[8];
+  CHECK(at_a8w8_tail_params(2, 1, json_buf, sizeof json_buf) == -1 &&
+        at_a8w8_tail_params(0, 3, json_buf, sizeof json_buf) == -1);
+  CHECK(at_a8w8_tail_params(0, 1, small, sizeof small) == -1);
   fprintf(stderr, "tail: %d of %d plans split\n", splits, plans);
   CHECK(splits > plans / 20);
   return check_summary();
