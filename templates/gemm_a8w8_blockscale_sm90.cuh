@@ -44,7 +44,10 @@
 // it is promoted, so their latency hides behind tensor work: As is [M][K/128] row-major, which TMA
 // cannot fetch one k-column at a time. A tile's columns may straddle two or three 128-column
 // weight-scale blocks (BLOCK_N that does not divide 128, or tiles that do not start on a block):
-// each 8-column accumulator group lies in one block, picked per group.
+// each 8-column accumulator group lies in one block, picked per group; with BLOCK_N 192 each
+// 64-column segment does (tiles start on multiples of 64), picked per segment, which keeps the
+// promotion and the rescale as cheap as in a tile of one block (per group they cost 25% at
+// 128 x 192, docs/perf.md).
 // Epilogue. SPLIT_K == 1: each math warpgroup packs its 64 x BLOCK_N result to bf16 in its own
 // shared-memory staging area (rows padded by 16 or 32 bytes: no bank conflicts; tiles wider than 128 in
 // two column passes), then copies it out in 16-byte coalesced stores, rows >= M and columns >= N
@@ -268,7 +271,11 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   constexpr bool ONE_SCALE_BLOCK = 128 % BLOCK_N == 0;
   // Every tile starts on a weight-scale block: which block each column group lies in is known here.
   constexpr bool BLOCK_ALIGNED = BLOCK_N % 128 == 0;
-  constexpr int NB = ONE_SCALE_BLOCK ? 1 : 3;  // weight-scale blocks a tile may touch
+  // Tiles whose 64-column segments each lie in one weight-scale block (BLOCK_N 192: a tile starts
+  // on a multiple of 64, column 0 or 64 of a block, so it touches two blocks): the block is picked
+  // per segment.
+  constexpr bool SEG64 = BLOCK_N % 64 == 0 && !ONE_SCALE_BLOCK && !BLOCK_ALIGNED;
+  constexpr int NB = ONE_SCALE_BLOCK ? 1 : SEG64 ? 2 : 3;  // weight-scale blocks a tile may touch
   // Named barriers: 0 is __syncthreads, 1 + w a math warpgroup's own (epilogue), and the turns.
   constexpr int BAR_TURN_0 = 5, BAR_TURN_1 = 6;  // "warpgroup 0 (1) may issue"
   // STORE 1, 2: "staging area a holds a pass" (BAR_STAGED + a) and "... is free" (BAR_FREE + a),
@@ -471,11 +478,12 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
     for (int i = 0; i < NB; i++) bs[i] = Bs + (long)min(nb0 + i, nblocks - 1) * KB;
     const int ncol0 = BLOCK_ALIGNED ? 0 : p.n0 & 127;  // the tile's first column inside its weight-scale block
     const bool one_block = ONE_SCALE_BLOCK || ncol0 + BLOCK_N <= 128;  // uniform over the tile
+    if (SEG64 && (ncol0 & 63)) __trap();  // a segment would straddle two blocks
     // The weight-scale block of 8-column group g (compile-time when BLOCK_N divides 128 or 128 it).
     auto blk_of = [&](int g) { return ONE_SCALE_BLOCK ? 0 : (ncol0 + 8 * g) >> 7; };
     auto pick = [&](const float(&b)[3], int g) {
       const int blk = blk_of(g);
-      return blk == 0 ? b[0] : blk == 1 ? b[1] : b[2];
+      return blk == 0 ? b[0] : NB == 2 || blk == 1 ? b[1] : b[2];
     };
 
     // The scales of the first k-block; each iteration then loads the next one's, so that their
@@ -509,6 +517,20 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
           d[4 * g + 1] = src[4 * g + 1] * s0 + (add ? d[4 * g + 1] : 0.f);
           d[4 * g + 2] = src[4 * g + 2] * s1 + (add ? d[4 * g + 2] : 0.f);
           d[4 * g + 3] = src[4 * g + 3] * s1 + (add ? d[4 * g + 3] : 0.f);
+        }
+      } else if (SEG64) {
+        float s0[SEG64 ? BLOCK_N / 64 : 1], s1[SEG64 ? BLOCK_N / 64 : 1];  // (compiled for every BLOCK_N)
+#pragma unroll
+        for (int q = 0; q < BLOCK_N / 64; q++) {
+          const float sb = pick(fb, 8 * q);
+          s0[q] = fa[2 * v] * sb, s1[q] = fa[2 * v + 1] * sb;
+        }
+#pragma unroll
+        for (int g = 0; g < BLOCK_N / 8; g++) {
+          d[4 * g + 0] = src[4 * g + 0] * s0[g / 8] + (add ? d[4 * g + 0] : 0.f);
+          d[4 * g + 1] = src[4 * g + 1] * s0[g / 8] + (add ? d[4 * g + 1] : 0.f);
+          d[4 * g + 2] = src[4 * g + 2] * s1[g / 8] + (add ? d[4 * g + 2] : 0.f);
+          d[4 * g + 3] = src[4 * g + 3] * s1[g / 8] + (add ? d[4 * g + 3] : 0.f);
         }
       } else {
 #pragma unroll
