@@ -10,7 +10,10 @@ const char AT_A8W8_TAIL_ENTRY[] = "gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, S
 /* The tail configs: 128 x 128 with six stages (the deepest that fits with the staging areas) and
  * 64 x 64 with seven, each with two k-blocks in flight, as the tuner picked them for M = 512 to 2048
  * and for decode shapes; with CLUSTER_K 2 the exchange of their halves. Each with the penalty of its
- * time per product against the main config's, which the model assumes. */
+ * time per product against the main config's, which the model assumes. Walked GROUP_M 8 rows of
+ * tiles at a time, so that the CTAs running together share their weight tiles: a row at a time, a
+ * whole call of two rows whose weights exceed L2 read them twice from memory (H100, docs/perf.md:
+ * 256 x 16384 x 6656 ran 1.63x cuBLASLt's time). */
 typedef struct tail_tile {
   int m, n, stages;
   double penalty;
@@ -21,7 +24,7 @@ enum { MENU_LEN = sizeof MENU / sizeof MENU[0] };
 int at_a8w8_tail_params(int tile, int cluster_k, char *buf, size_t len) {
   if (tile < 0 || tile >= MENU_LEN || cluster_k < 1 || cluster_k > 2) return -1;
   const int n = snprintf(buf, len,
-                         "{\"BLOCK_M\":%d,\"BLOCK_N\":%d,\"CLUSTER_K\":%d,\"CLUSTER_M\":1,\"CLUSTER_N\":1,\"GROUP_M\":1,"
+                         "{\"BLOCK_M\":%d,\"BLOCK_N\":%d,\"CLUSTER_K\":%d,\"CLUSTER_M\":1,\"CLUSTER_N\":1,\"GROUP_M\":8,"
                          "\"KPIPE\":2,\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":%d,\"STORE\":0,\"UNSPLIT\":1}",
                          MENU[tile].m, MENU[tile].n, cluster_k, MENU[tile].stages);
   return n > 0 && (size_t)n < len ? 0 : -1;

@@ -164,7 +164,8 @@ int main(void) {
    * launch takes 512 (one wave of 64 units), the tail the last 64 columns. */
   plan(&big, 8192, 576, 7168, 132, &t);
   CHECK(t.split && t.main_n == 512 && t.n0 == 512 && t.m0 == 0 && t.unit_end == 64);
-  /* The tail configs' parameters: 128 x 128 (six stages) and 64 x 64 (seven), CLUSTER_K as asked. */
+  /* The tail configs' parameters: 128 x 128 (six stages) and 64 x 64 (seven), CLUSTER_K as asked,
+   * GROUP_M 8. */
   for (int tile = 0; tile < 2; tile++)
     for (int kk = 1; kk <= 2; kk++) {
       char json[256], want[64];
@@ -172,6 +173,7 @@ int main(void) {
       snprintf(want, sizeof want, "\"BLOCK_M\":%d,\"BLOCK_N\":%d,\"CLUSTER_K\":%d", tile ? 64 : 128, tile ? 64 : 128, kk);
       CHECK(rc == 0 && strstr(json, want));
       CHECK(rc == 0 && strstr(json, tile ? "\"STAGES\":7" : "\"STAGES\":6"));
+      CHECK(rc == 0 && strstr(json, "\"GROUP_M\":8,")); /* CTAs running together share weight tiles */
     }
   char json_buf[256], small[8];
   CHECK(at_a8w8_tail_params(2, 1, json_buf, sizeof json_buf) == -1 &&
