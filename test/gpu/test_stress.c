@@ -478,40 +478,62 @@ static int tail_sequence(const problem *p, CUdeviceptr out[3], CUstream s, const
   return 1;
 }
 
+/* The runtime's plan for a shape (the config it selects, and the tail that config gets). */
+static void tail_plan_of(int64_t m, int64_t n, int64_t k, at_a8w8_tail *t) {
+  at_selection sel;
+  at_config c = {0};
+  memset(t, 0, sizeof *t);
+  if (at_runtime_select(RT, "gemm_a8w8_blockscale", m, n, k, NULL, &sel) == AT_STATUS_OK &&
+      at_config_set_params(&c, sel.params) == AT_OK && strstr(sel.kernel, "_sm90<")) {
+    const char *names[AT_MAX_PARAMS];
+    at_params prm = at_config_params(&c, names);
+    at_shape shape = {m, n, k};
+    at_a8w8_tail_plan("sm90", &prm, &shape, G.info.sm_count, strcmp(sel.source, "default_file") == 0, t);
+  }
+}
+
 /* The runtime's tail (docs/runtime.md): shapes whose committed config leaves the units of its
  * partial last wave, or a last column of tiles that is mostly padding, to a second launch over their
  * part of C, or (untuned, filling less than half the GPU) runs as a tail config whole. Each: the
  * sequence above eagerly, then captured in a graph and replayed twice, every output checked; the
  * graph must hold the kernels the plan says (two a call with a tail, one for a whole call), so that
  * a tail the runtime failed to launch is seen. The plans must include each kind (unless the
- * runtime's tail is off by $AUTOTUNE_TAIL, or a re-tuning changed the configs: then update S). */
+ * runtime's tail is off by $AUTOTUNE_TAIL), from the shapes listed in tail_calls. */
 static void tail_calls(void) {
-  /* Tuned (N, K) (the file's 128 x 128 tiles in clusters of two: 96 units on 66 clusters), with M
-   * a multiple of the tile and not; three that no file tunes (the default file's config): a tail of
-   * 64 x 64 tiles, one whose tail is the whole call (10 units on 66 clusters), and one whose last
-   * column of tiles is mostly padding (576 columns in 256-wide tiles: the tail takes the last 64). */
-  static const int64_t S[][3] = {
-      {512, 6144, 4096}, {500, 6144, 4096}, {512, 4608, 7168}, {512, 576, 7168}, {8192, 576, 7168}};
-  enum { NS = sizeof S / sizeof S[0] };
-  int waves = 0, wholes = 0, columns = 0;
+  /* Shapes whose plans, with the committed configs, cover every kind of tail: three of the last
+   * wave (a tuned (N, K) with M not a multiple of the tile, and (N, K) that no file tunes: the
+   * default file's config), one whole call, one of padding (the last column of tiles mostly past N).
+   * Which shapes split depends on the configs, so the test takes, in this order, the first shapes
+   * whose plans give each kind, and fails when the list runs out (a retune that splits none of them
+   * needs new shapes here). */
+  static const int64_t C[][3] = {{1000, 6144, 4096}, {500, 6144, 4096}, {512, 4608, 7168}, {512, 5120, 4096},
+                                 {300, 4608, 3584},  {2048, 3584, 3584}, {512, 5120, 5120}, {1024, 2304, 16384},
+                                 {512, 576, 7168},   {512, 640, 7168},   {300, 640, 4096},  {256, 5120, 5120},
+                                 {8192, 576, 7168},  {8192, 640, 4096},  {8192, 640, 7168}};
+  enum { NC = sizeof C / sizeof C[0], WANT_WAVES = 3 };
+  int64_t S[5][3];
+  int NS = 0, waves = 0, wholes = 0, columns = 0;
   const int on = at_tail_env() == 1 && G.info.cc == 90;
+  for (int i = 0; on && i < NC && NS < 5; i++) {
+    at_a8w8_tail t;
+    tail_plan_of(C[i][0], C[i][1], C[i][2], &t);
+    const int wave = t.split && t.unit_end > 0 && !t.main_n, whole = t.split && t.unit_end == 0,
+              column = t.split && t.main_n;
+    if ((wave && waves < WANT_WAVES) || (whole && !wholes) || (column && !columns)) {
+      memcpy(S[NS++], C[i], sizeof C[i]);
+      waves += wave, wholes += whole, columns += column;
+    }
+  }
+  if (!on) /* without tails: the first shapes, one launch a call */
+    for (NS = 0; NS < 5; NS++) memcpy(S[NS], C[NS], sizeof C[NS]);
   CUstream s;
   CUX(at_cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING));
   for (int i = 0; i < NS; i++) {
     problem p;
     make_problem(&p, S[i][0], S[i][1], S[i][2], SEED + 91 * (uint64_t)i, 0);
-    at_selection sel;
-    at_config c = {0};
-    at_a8w8_tail t = {0};
-    if (at_runtime_select(RT, "gemm_a8w8_blockscale", p.m, p.n, p.k, NULL, &sel) == AT_STATUS_OK &&
-        at_config_set_params(&c, sel.params) == AT_OK && strstr(sel.kernel, "_sm90<")) {
-      const char *names[AT_MAX_PARAMS];
-      at_params prm = at_config_params(&c, names);
-      at_shape shape = {p.m, p.n, p.k};
-      at_a8w8_tail_plan("sm90", &prm, &shape, G.info.sm_count, strcmp(sel.source, "default_file") == 0, &t);
-    }
+    at_a8w8_tail t;
+    tail_plan_of(p.m, p.n, p.k, &t);
     if (!on) t.split = 0;
-    waves += t.split && t.unit_end > 0 && !t.main_n, wholes += t.split && t.unit_end == 0, columns += t.split && t.main_n;
     if (t.split)
       fprintf(stderr,
               "stress: %lld x %lld x %lld: tail C[%lld:][%lld:] after %lld units of %lld columns, tile %d, CLUSTER_K %d\n",
