@@ -72,8 +72,8 @@ class TestPackage(unittest.TestCase):
         self.assertIsInstance(s.params["BLOCK_M"], int)
         self.assertTrue(s.kernel.startswith("gemm_a8w8_blockscale_"))
         # an (N, K) without a file: the tag's default file; beyond the tuned M: any
-        self.assertEqual(self.rt.select(OP, 100000, 7168, 2048, device="sm90").source, "default_file")
-        self.assertEqual(self.rt.select(OP, 100000, 7168, 2048, device="sm90").bucket, "any")
+        self.assertEqual(self.rt.select(OP, 100000, 5120, 1024, device="sm90").source, "default_file")
+        self.assertEqual(self.rt.select(OP, 100000, 5120, 1024, device="sm90").bucket, "any")
 
     def test_module_select(self):
         os.environ["AUTOTUNE_CONFIGS"] = CONFIGS
