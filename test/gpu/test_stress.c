@@ -512,6 +512,7 @@ static void tail_calls(void) {
                                  {8192, 576, 7168},  {8192, 640, 4096},  {8192, 640, 7168}};
   enum { NC = sizeof C / sizeof C[0], WANT_WAVES = 3 };
   int64_t S[5][3];
+  at_a8w8_tail T[5]; /* each shape's plan */
   int NS = 0, waves = 0, wholes = 0, columns = 0;
   const int on = at_tail_env() == 1 && G.info.cc == 90;
   for (int i = 0; on && i < NC && NS < 5; i++) {
@@ -520,20 +521,19 @@ static void tail_calls(void) {
     const int wave = t.split && t.unit_end > 0 && !t.main_n, whole = t.split && t.unit_end == 0,
               column = t.split && t.main_n;
     if ((wave && waves < WANT_WAVES) || (whole && !wholes) || (column && !columns)) {
-      memcpy(S[NS++], C[i], sizeof C[i]);
+      memcpy(S[NS], C[i], sizeof C[i]);
+      T[NS++] = t;
       waves += wave, wholes += whole, columns += column;
     }
   }
   if (!on) /* without tails: the first shapes, one launch a call */
-    for (NS = 0; NS < 5; NS++) memcpy(S[NS], C[NS], sizeof C[NS]);
+    for (NS = 0; NS < 5; NS++) memcpy(S[NS], C[NS], sizeof C[NS]), memset(&T[NS], 0, sizeof T[NS]);
   CUstream s;
   CUX(at_cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING));
   for (int i = 0; i < NS; i++) {
     problem p;
     make_problem(&p, S[i][0], S[i][1], S[i][2], SEED + 91 * (uint64_t)i, 0);
-    at_a8w8_tail t;
-    tail_plan_of(p.m, p.n, p.k, &t);
-    if (!on) t.split = 0;
+    const at_a8w8_tail t = T[i];
     if (t.split)
       fprintf(stderr,
               "stress: %lld x %lld x %lld: tail C[%lld:][%lld:] after %lld units of %lld columns, tile %d, CLUSTER_K %d\n",
