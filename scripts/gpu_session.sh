@@ -21,6 +21,7 @@
 #   wide     scripts/probe_wide.yaml likewise: tiles 192 and 224 wide where they divide N
 #   group    scripts/probe_group.yaml likewise: GROUP_M 1 to 32 on the M = 4096 winner
 #   rescale2 scripts/probe_rescale2.yaml likewise: RESCALE 2 against 1, and 1 with PINGPONG, large shapes
+#   ckwide   scripts/probe_ck_wide.yaml likewise: CLUSTER_K 2 with tiles 192 and 256 wide at M = 512
 set -u
 B=/tmp/b
 OUT=${OUT:-/tmp/out}
@@ -128,6 +129,7 @@ for r in d.execute('''SELECT p.m, p.n, p.k, c.name_expr, r.status, round(coalesc
   wide) probe_compare wide scripts/probe_wide.yaml ;;
   group) probe_compare group scripts/probe_group.yaml ;;
   rescale2) probe_compare rescale2 scripts/probe_rescale2.yaml ;;
+  ckwide) probe_compare ckwide scripts/probe_ck_wide.yaml ;;
   tune_llama)
     timeout "${TUNE_LIMIT:-540}" $B/autotune --db /tmp/tuned.db search_spaces/llama3_8b.yaml >"$OUT/tune-llama.log" 2>&1
     echo "tune_llama exit $?" | tee -a "$OUT/session.log"
