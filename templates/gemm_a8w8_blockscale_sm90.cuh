@@ -518,8 +518,8 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
           d[4 * g + 2] = src[4 * g + 2] * s1 + (add ? d[4 * g + 2] : 0.f);
           d[4 * g + 3] = src[4 * g + 3] * s1 + (add ? d[4 * g + 3] : 0.f);
         }
-      } else if (SEG64) {
-        float s0[SEG64 ? BLOCK_N / 64 : 1], s1[SEG64 ? BLOCK_N / 64 : 1];  // (compiled for every BLOCK_N)
+      } else if constexpr (SEG64) {
+        float s0[BLOCK_N / 64], s1[BLOCK_N / 64];
 #pragma unroll
         for (int q = 0; q < BLOCK_N / 64; q++) {
           const float sb = pick(fb, 8 * q);

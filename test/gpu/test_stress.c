@@ -505,11 +505,12 @@ static void tail_calls(void) {
    * default file's config), one whole call, one of padding (the last column of tiles mostly past N).
    * Which shapes split depends on the configs, so the test takes, in this order, the first shapes
    * whose plans give each kind, and fails when the list runs out (a retune that splits none of them
-   * needs new shapes here). */
+   * needs new shapes here). With the committed configs it covers H100 SXM (132 SMs) and PCIe (114,
+   * whose padding tail comes from the last shape). */
   static const int64_t C[][3] = {{1000, 6144, 4096}, {500, 6144, 4096}, {512, 4608, 7168}, {512, 5120, 4096},
                                  {300, 4608, 3584},  {2048, 3584, 3584}, {512, 5120, 5120}, {1024, 2304, 16384},
                                  {512, 576, 7168},   {512, 640, 7168},   {300, 640, 4096},  {256, 5120, 5120},
-                                 {8192, 576, 7168},  {8192, 640, 4096},  {8192, 640, 7168}};
+                                 {8192, 576, 7168},  {8192, 640, 4096},  {8192, 640, 7168}, {8192, 1344, 4096}};
   enum { NC = sizeof C / sizeof C[0], WANT_WAVES = 3 };
   int64_t S[5][3];
   at_a8w8_tail T[5]; /* each shape's plan */
