@@ -657,6 +657,18 @@ static void tail_warn(at_runtime *rt, const rt_kernel *tk) {
   pthread_mutex_unlock(&rt->mu);
 }
 
+/* A launch with programmatic dependent launch when *pdl, retried plainly where the driver refuses
+ * it: plain launches from then on (*pdl cleared, the runtime's mode turned off, said once). */
+static CUresult launch_or_plain(at_runtime *rt, CUfunction fn, const at_launch *L, CUstream stream, at_kparams *kp,
+                                int *pdl) {
+  CUresult r = at_launch_kernel(fn, L, stream, kp, *pdl);
+  if (r == CUDA_SUCCESS || !*pdl || at_launch_kernel(fn, L, stream, kp, 0) != CUDA_SUCCESS) return r;
+  if (atomic_exchange(&rt->pdl, AT_PDL_OFF) == AT_PDL_ON)
+    fprintf(stderr, "autotune: the driver refused programmatic dependent launch (%s); launching plainly\n",
+            at_cu_error_name(r));
+  *pdl = 0;
+  return CUDA_SUCCESS;
+}
 
 static int aligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
 
@@ -749,15 +761,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   at_kparams kp;
   if (main_launch && at_a8w8_kparams(&kern->plan, &args, &kp)) rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
   int pdl = L.griddep && atomic_load_explicit(&rt->pdl, memory_order_relaxed) == AT_PDL_ON;
-  CUresult r = rc || !main_launch ? CUDA_SUCCESS : at_launch_kernel(kern->fn, &L, (CUstream)stream, &kp, pdl);
-  if (r != CUDA_SUCCESS && pdl && at_launch_kernel(kern->fn, &L, (CUstream)stream, &kp, 0) == CUDA_SUCCESS) {
-    /* A driver without programmatic dependent launch: plain launches from now on. */
-    if (atomic_exchange(&rt->pdl, AT_PDL_OFF) == AT_PDL_ON)
-      fprintf(stderr, "autotune: the driver refused programmatic dependent launch (%s); launching plainly\n",
-              at_cu_error_name(r));
-    r = CUDA_SUCCESS;
-    pdl = 0;
-  }
+  CUresult r = rc || !main_launch ? CUDA_SUCCESS : launch_or_plain(rt, kern->fn, &L, (CUstream)stream, &kp, &pdl);
   if (r != CUDA_SUCCESS) rc = rt_fail(AT_STATUS_ERROR, "%s: launch failed: %s", FN, at_cu_error_name(r));
   if (tk && !rc) {
     /* The tail: C[m0:M][n0:N] from the same rows of A and weights, right after the main launch. It
@@ -775,13 +779,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
     at_kparams tkp;
     if (at_a8w8_kparams(&tk->plan, &t, &tkp))
       rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
-    else if ((r = at_launch_kernel(tk->fn, &tl_tail_launch, (CUstream)stream, &tkp, pdl)) != CUDA_SUCCESS && pdl &&
-             at_launch_kernel(tk->fn, &tl_tail_launch, (CUstream)stream, &tkp, 0) == CUDA_SUCCESS) {
-      /* As for the main launch (a tail that is the whole call has none before it). */
-      if (atomic_exchange(&rt->pdl, AT_PDL_OFF) == AT_PDL_ON)
-        fprintf(stderr, "autotune: the driver refused programmatic dependent launch (%s); launching plainly\n",
-                at_cu_error_name(r));
-    } else if (r != CUDA_SUCCESS)
+    else if ((r = launch_or_plain(rt, tk->fn, &tl_tail_launch, (CUstream)stream, &tkp, &pdl)) != CUDA_SUCCESS)
       rc = rt_fail(AT_STATUS_ERROR, "%s: launch of the tail failed: %s", FN, at_cu_error_name(r));
   }
   /* A graph's own memory is freed after the kernel (a free node), launched or not. */
