@@ -7,6 +7,7 @@
 int cmd_tune(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_model(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_compare(int argc, char **argv);

@@ -19,6 +19,7 @@ static const command COMMANDS[] = {
     {"list", cmd_list, "list a space's surviving candidates, pruning counts and shapes, compiling nothing"},
     {"devices", cmd_devices, "list the GPUs autotune can see"},
     {"export", cmd_export, "write the tuned configs as JSON files, bucketed by M"},
+    {"model", cmd_model, "fit the time model that picks configs for the (N, K) nobody tuned, from a menu run"},
     {"query", cmd_query, "show the config chosen for a problem, and where it came from"},
     {"compare", cmd_compare, "time providers side by side: the tuned kernels, the built-in config, cuBLASLt, cuBLAS, files"},
     {"report", cmd_report, "print a DB's results per shape and variant (tables, --csv, --plot SVG), no GPU needed"},

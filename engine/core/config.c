@@ -271,8 +271,7 @@ static int copy_str(const char *name, const at_json *o, const char *key, char *o
   return AT_OK;
 }
 
-/* The config of one bucket or per-M entry: where names it in errors. */
-static int read_config(const char *where, const at_json *c, at_config *cfg) {
+int at_config_from_json(const char *where, const at_json *c, at_config *cfg) {
   AT_TRY(copy_str(where, c, "variant", cfg->variant, sizeof cfg->variant, 1));
   AT_TRY(copy_str(where, c, "family", cfg->family, sizeof cfg->family, 1));
   AT_TRY(copy_str(where, c, "template", cfg->template_name, sizeof cfg->template_name, 1));
@@ -317,7 +316,7 @@ static int read_per_m(const char *name, const at_json *per_m, at_config_set *out
     memset(&cfg, 0, sizeof cfg);
     char where[300];
     snprintf(where, sizeof where, "%s: per_M %s", name, per_m->keys[i]);
-    AT_TRY(read_config(where, per_m->items[i], &cfg));
+    AT_TRY(at_config_from_json(where, per_m->items[i], &cfg));
     const at_json *tt = at_json_get(per_m->items[i], "time_us");
     double t = tt && tt->kind == AT_J_ARRAY && tt->n && tt->items[0]->kind == AT_J_NUMBER ? tt->items[0]->number : 0;
     size_t later = (size_t)(out->nmleq - at); /* entries of larger m move up one */
@@ -395,7 +394,7 @@ int at_config_set_from_json(const char *name, const at_json *j, at_config_set *o
     if (cfg->valid) return at_fail(AT_ERR_INPUT, "%s: bucket \"%s\" appears twice", name, buckets->keys[i]);
     char where[300];
     snprintf(where, sizeof where, "%s: bucket %s", name, buckets->keys[i]);
-    AT_TRY(read_config(where, c, cfg));
+    AT_TRY(at_config_from_json(where, c, cfg));
     const at_json *tm = at_json_get(c, "tuned_M"), *tt = at_json_get(c, "time_us");
     for (size_t k = 0; tm && tm->kind == AT_J_ARRAY && k < tm->n && out->ntuned[b] < 16; k++) {
       if (tm->items[k]->kind != AT_J_NUMBER) continue;

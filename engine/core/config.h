@@ -75,6 +75,10 @@ char *at_config_set_to_json(const at_config_set *cs); /* malloc'd, ends with a n
 /* Reads and validates a config file's content; AT_ERR_INPUT naming what is wrong. */
 int at_config_set_from_json(const char *name, const at_json *j, at_config_set *out);
 
+/* One config object ({"variant", "family", "template", "entry", "params"}, as in a bucket or
+ * per-M entry); where names it in errors (AT_ERR_INPUT). */
+int at_config_from_json(const char *where, const at_json *c, at_config *cfg);
+
 /* The configuration for M: the M_LEQ entry of the smallest tuned M >= M, "any" beyond the largest;
  * in a set without M_LEQ entries (or where that entry is not valid), M's bucket, else "any". NULL
  * when none is valid. *entry gets the entry index used (see AT_MAX_ENTRIES). Reads the set only: no

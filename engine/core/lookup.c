@@ -9,9 +9,10 @@
 
 #include "op.h"
 #include "select.h"
+#include "timemodel.h"
 #include "util.h"
 
-const char *const AT_SOURCE_NAMES[4] = {"db", "nk_file", "default_file", "builtin"};
+const char *const AT_SOURCE_NAMES[5] = {"db", "nk_file", "model_file", "default_file", "builtin"};
 
 static void warn(const at_lookup_req *q, const char *fmt, ...) AT_PRINTF(2, 3);
 static void warn(const at_lookup_req *q, const char *fmt, ...) {
@@ -109,12 +110,12 @@ static int nearest_file(const at_lookup_req *q, char **names, size_t n, const ch
   return ok;
 }
 
-/* The default file's answer with the nearest tuned (N, K)'s per-M entries up to the largest of
- * them at or below NEAREST_MAX_M (M above that keep the default file's entries). */
-static void overlay_decode(at_config_set *def, const at_config_set *near) {
+/* The default file's answer with another answer's per-M entries up to the largest of them at or
+ * below max_m (M above that keep the default file's entries). */
+static void overlay(at_config_set *def, const at_config_set *near, int64_t max_m) {
   int64_t top = 0;
   for (int i = 0; i < near->nmleq; i++)
-    if (near->mleq[i].valid && near->mleq_m[i] <= NEAREST_MAX_M && near->mleq_m[i] > top) top = near->mleq_m[i];
+    if (near->mleq[i].valid && near->mleq_m[i] <= max_m && near->mleq_m[i] > top) top = near->mleq_m[i];
   if (!top) return;
   at_config_set *merged = at_xcalloc(1, sizeof *merged);
   *merged = *def;
@@ -123,7 +124,7 @@ static void overlay_decode(at_config_set *def, const at_config_set *near) {
     if (near->mleq_m[i] <= top) {
       int e = merged->nmleq++;
       merged->mleq_m[e] = near->mleq_m[i], merged->mleq[e] = near->mleq[i];
-      merged->mleq_time_us[e] = 0; /* measured on another (N, K) */
+      merged->mleq_time_us[e] = 0; /* measured on another (N, K), or predicted */
     }
   for (int i = 0; i < def->nmleq && merged->nmleq < AT_MAX_MLEQ; i++)
     if (def->mleq_m[i] > top) {
@@ -134,21 +135,65 @@ static void overlay_decode(at_config_set *def, const at_config_set *near) {
   free(merged);
 }
 
-/* Files named <device>-GEMM-<tag><suffix>, sorted; suffix "-N=..-K=...json" or ".json". */
-static int from_files(const at_lookup_req *q, at_lookup_result *out, int default_file) {
+/* The configs directory's file names, sorted; NULL (a warning) when it cannot be opened. */
+static char **list_dir(const at_lookup_req *q, size_t *n) {
   DIR *dir = opendir(q->configs_dir);
+  *n = 0;
   if (!dir) {
     warn(q, "configs directory %s: cannot open; trying the next source", q->configs_dir);
-    return 0;
+    return NULL;
   }
   char **names = NULL;
-  size_t n = 0;
   for (struct dirent *e; (e = readdir(dir));) {
-    names = at_xrealloc(names, sizeof *names * (n + 1));
-    names[n++] = at_xstrdup(e->d_name);
+    names = at_xrealloc(names, sizeof *names * (*n + 1));
+    names[(*n)++] = at_xstrdup(e->d_name);
   }
   closedir(dir);
-  qsort(names, n, sizeof *names, cmp_str);
+  qsort(names, *n, sizeof *names, cmp_str);
+  return names;
+}
+
+/* Up to which M an (N, K) nobody tuned takes the time model's answer, when there is a default
+ * file for the M above. On the H100 (docs/perf.md, "A time model for the (N, K) nobody tuned"),
+ * against the default file with the nearest file up to M = 128, on 240 shapes of five models
+ * whose weights the model had not seen: the model up to 2048 ran 0.94x and 0.87x cuBLASLt's time
+ * against 0.97x and 0.89x, 6 shapes above 1.10x against 13; used at every M, it lost at M 4096 and
+ * 8192, where configs differ by a few percent (its error) and the default file's 128 x 256 tiles
+ * ran 3-10% faster on most shapes. */
+#define MODEL_MAX_M 2048
+
+/* The time model <device>-GEMM-<tag>-model.json (timemodel.h): its answer for (N, K) into *set,
+ * the file into path. 0 when there is none or it cannot be read (a warning). */
+static int from_model(const at_lookup_req *q, char **names, size_t n, at_config_set *set, char *path, size_t path_len) {
+  int found = 0;
+  for (int d = 0; d < 2 && q->device_names[d] && !found; d++) {
+    char prefix[200];
+    snprintf(prefix, sizeof prefix, "%s-GEMM-", q->device_names[d]);
+    for (size_t i = 0; i < n && !found; i++) {
+      if (!file_of(q, names[i], prefix) || !at_tm_is_model_file(names[i])) continue;
+      char *p = at_path_join(q->configs_dir, names[i]);
+      at_json *j = NULL;
+      at_time_model tm;
+      if (at_json_load(p, &j) || at_tm_from_json(p, j, &tm)) {
+        warn(q, "skipping %s: %s", p, at_errmsg());
+      } else {
+        if (strcmp(tm.op, q->op) == 0) {
+          at_tm_answer(&tm, q->n, q->k, q->sm_count, set);
+          found = set->nmleq > 0;
+          snprintf(path, path_len, "%s", p);
+        }
+        at_tm_free(&tm);
+      }
+      at_json_free(j);
+      free(p);
+    }
+  }
+  return found;
+}
+
+/* Files named <device>-GEMM-<tag><suffix>; suffix "-N=..-K=...json" or ".json" (not "-model.json"). */
+static int from_files(const at_lookup_req *q, char **names, size_t n, at_lookup_result *out, int default_file,
+                      const at_config_set *model, const char *model_path) {
   char nk[96];
   snprintf(nk, sizeof nk, "-N=%lld-K=%lld.json", (long long)q->n, (long long)q->k);
   int found = 0;
@@ -160,6 +205,7 @@ static int from_files(const at_lookup_req *q, at_lookup_result *out, int default
       size_t len = strlen(f);
       if (!file_of(q, f, prefix)) continue;
       int is_nk = strstr(f, "-N=") != NULL;
+      if (at_tm_is_model_file(f)) continue;
       if (default_file ? is_nk : (len < strlen(nk) || strcmp(f + len - strlen(nk), nk) != 0)) continue;
       char *path = at_path_join(q->configs_dir, f);
       at_json *j = NULL;
@@ -170,10 +216,14 @@ static int from_files(const at_lookup_req *q, at_lookup_result *out, int default
         found = 1;
         out->source = default_file ? AT_SRC_DEFAULT_FILE : AT_SRC_NK_FILE;
         snprintf(out->path, sizeof out->path, "%s", path);
-        at_config_set *near = default_file ? at_xcalloc(1, sizeof *near) : NULL;
+        at_config_set *near = default_file && !model ? at_xcalloc(1, sizeof *near) : NULL;
         char near_path[1024];
-        if (near && nearest_file(q, names, n, prefix, near, near_path, sizeof near_path)) {
-          overlay_decode(&out->set, near);
+        if (default_file && model) {
+          overlay(&out->set, model, MODEL_MAX_M);
+          out->source = AT_SRC_MODEL_FILE;
+          snprintf(out->path, sizeof out->path, "%.480s (M > %d: %.500s)", model_path, MODEL_MAX_M, path);
+        } else if (near && nearest_file(q, names, n, prefix, near, near_path, sizeof near_path)) {
+          overlay(&out->set, near, NEAREST_MAX_M);
           snprintf(out->path, sizeof out->path, "%.500s (M <= %d: %.480s)", path, NEAREST_MAX_M, near_path);
         }
         free(near);
@@ -182,8 +232,6 @@ static int from_files(const at_lookup_req *q, at_lookup_result *out, int default
       free(path);
     }
   }
-  for (size_t i = 0; i < n; i++) free(names[i]);
-  free(names);
   return found;
 }
 
@@ -244,8 +292,30 @@ int at_lookup(const at_lookup_req *q, at_lookup_result *out) {
   memset(out, 0, sizeof *out);
   const at_op *op = at_op_find(q->op);
   if (!op) return at_fail(AT_ERR_INPUT, "unknown op '%s' (known: %s)", q->op, at_op_names());
-  if ((q->db && from_db(q, out)) || (q->configs_dir && (from_files(q, out, 0) || from_files(q, out, 1))))
-    return complete(q, op, out);
+  if (q->db && from_db(q, out)) return complete(q, op, out);
+  if (q->configs_dir) {
+    size_t n = 0;
+    char **names = list_dir(q, &n);
+    int found = names && from_files(q, names, n, out, 0, NULL, NULL);
+    if (names && !found) {
+      /* An (N, K) nobody tuned: the time model up to MODEL_MAX_M and the default file above; either
+       * alone when the other is missing; without a model the nearest file up to NEAREST_MAX_M. */
+      at_config_set *model = at_xcalloc(1, sizeof *model);
+      char model_path[1024];
+      int have_model = from_model(q, names, n, model, model_path, sizeof model_path);
+      found = from_files(q, names, n, out, 1, have_model ? model : NULL, model_path);
+      if (!found && have_model) {
+        out->set = *model;
+        out->source = AT_SRC_MODEL_FILE;
+        snprintf(out->path, sizeof out->path, "%s", model_path);
+        found = 1;
+      }
+      free(model);
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    if (found) return complete(q, op, out);
+  }
   /* The built-in default, in every bucket. */
   memset(&out->set, 0, sizeof out->set);
   snprintf(out->set.op, sizeof out->set.op, "%s", q->op);

@@ -1,5 +1,6 @@
 /* lookup.h: the configuration for a problem, from the first source that has one, in this order:
- * the DB's own results for the exact (N, K); the exported file for (N, K); the default file of the
+ * the DB's own results for the exact (N, K); the exported file for (N, K); the tag's time model
+ * (<device>-GEMM-<tag>-model.json, timemodel.h: per M the config of least predicted time); the default file of the
  * tag (its entries for M up to 128 replaced by those of the nearest tuned (N, K)'s file, when there
  * is one: the path then names both); the op's built-in default. `autotune query` prints which source answered, and the runtime
  * library asks the same question. A source that is missing, corrupt or of another schema is
@@ -12,8 +13,8 @@
 #include "config.h"
 #include "store.h"
 
-typedef enum { AT_SRC_DB, AT_SRC_NK_FILE, AT_SRC_DEFAULT_FILE, AT_SRC_BUILTIN } at_source;
-extern const char *const AT_SOURCE_NAMES[4];
+typedef enum { AT_SRC_DB, AT_SRC_NK_FILE, AT_SRC_MODEL_FILE, AT_SRC_DEFAULT_FILE, AT_SRC_BUILTIN } at_source;
+extern const char *const AT_SOURCE_NAMES[5];
 
 typedef void (*at_warn_fn)(const char *msg);
 
@@ -25,6 +26,7 @@ typedef struct at_lookup_req {
   at_store *db;                     /* NULL: no DB */
   const char *configs_dir;          /* NULL: no files */
   at_warn_fn warn;                  /* NULL: warnings to stderr */
+  int sm_count;                     /* the device's, for the time model; 0: the model's own */
 } at_lookup_req;
 
 typedef struct at_lookup_result {

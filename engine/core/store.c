@@ -955,6 +955,19 @@ int at_store_candidate_config(at_store *s, int64_t candidate_id, at_config *out)
   return rc;
 }
 
+int at_store_device_sm_count(at_store *s, int64_t device_id, int *out) {
+  finalize_last(s);
+  *out = 0;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, "SELECT sm_count FROM devices WHERE id=?", -1, &st, NULL));
+  sqlite3_bind_int64(st, 1, device_id);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) *out = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sql_fail(s, "device sm_count", rc, __FILE__, __LINE__);
+  return AT_OK;
+}
+
 int at_store_candidate_quarantined(at_store *s, int64_t candidate_id, int *quarantined) {
   finalize_last(s);
   sqlite3_stmt *st;

@@ -160,6 +160,9 @@ typedef struct at_tuned_row {
 int at_store_tuned_rows(at_store *s, const char *op, const char *tag, int64_t device_id, int64_t n, int64_t k,
                         at_tuned_row **out, size_t *count);
 
+/* The SM count recorded for a device; 0 when unknown. */
+int at_store_device_sm_count(at_store *s, int64_t device_id, int *out);
+
 struct at_config;
 /* The configuration of a candidate: its variant's instantiation rule and its parameters. */
 int at_store_candidate_config(at_store *s, int64_t candidate_id, struct at_config *out);

@@ -77,7 +77,7 @@ AT_API void at_runtime_close(at_runtime *rt);
 AT_API const char *at_runtime_last_error(void);
 
 typedef struct at_selection {
-  const char *source;  /* "db", "nk_file", "default_file" or "builtin" */
+  const char *source;  /* "db", "nk_file", "model_file", "default_file" or "builtin" */
   const char *path;    /* the DB or file that answered */
   const char *bucket;  /* "small", "medium_M32", ... "any" */
   const char *variant;

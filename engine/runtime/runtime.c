@@ -69,6 +69,7 @@ typedef struct rt_entry {
   const void *dev;
   int64_t n, k;
   char names[2][128]; /* device names the lookup used: product, then arch */
+  int sm_count;       /* of that device for the time model's answer; 0: unknown (a device name) */
   at_lookup_result lookup;
   _Atomic(rt_kernel *) kernel[AT_MAX_ENTRIES]; /* by slot */
   unsigned char slot[AT_MAX_ENTRIES]; /* config entry -> the first entry with the same config */
@@ -190,7 +191,7 @@ static void publish(at_runtime *rt, rt_table *t) {
 
 /* ---- entries (mutex held) --------------------------------------------------------------------- */
 
-static int device_names_of_ctx(char names[2][128]) {
+static int device_names_of_ctx(char names[2][128], int *sm_count) {
   CUdevice d;
   if (at_cu->CtxGetDevice(&d) != CUDA_SUCCESS) return rt_fail(AT_STATUS_ERROR, "no current CUDA context");
   at_device_info info = {0};
@@ -198,6 +199,7 @@ static int device_names_of_ctx(char names[2][128]) {
   at_cu->DeviceGetName(info.name, sizeof info.name, d);
   at_cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
   at_cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
+  at_cu->DeviceGetAttribute(sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d);
   info.cc = major * 10 + minor;
   at_device_export_name(&info, 1, names[0], 128);
   at_device_export_name(&info, 0, names[1], 128);
@@ -214,10 +216,11 @@ static void open_db(at_runtime *rt) {
 }
 
 /* The lookup of an entry's key; 0 when the op is unknown. */
-static int look_up(at_runtime *rt, const char *op_name, const char names[2][128], int64_t n, int64_t k,
+static int look_up(at_runtime *rt, const char *op_name, const char names[2][128], int sm_count, int64_t n, int64_t k,
                    at_lookup_result *out) {
   open_db(rt);
-  at_lookup_req q = {op_name, rt->tag, {names[0], names[1][0] ? names[1] : NULL}, n, k, rt->db, rt->configs_dir, warn_once};
+  at_lookup_req q = {op_name, rt->tag, {names[0], names[1][0] ? names[1] : NULL}, n, k, rt->db, rt->configs_dir, warn_once,
+                     sm_count};
   if (at_lookup(&q, out)) return rt_fail(AT_STATUS_INVALID, "%s", at_errmsg()), 0;
   return 1;
 }
@@ -254,16 +257,17 @@ static rt_entry *make_entry(at_runtime *rt, int op, const void *dev, int is_ctx,
   rt_entry *e = find(cur, op, dev, n, k);
   if (e) return e; /* another thread made it meanwhile */
   char names[2][128] = {"", ""};
+  int sm_count = 0;
   if (is_ctx) {
-    if (device_names_of_ctx(names)) return NULL;
+    if (device_names_of_ctx(names, &sm_count)) return NULL;
   } else {
     snprintf(names[0], sizeof names[0], "%s", (const char *)dev);
   }
   at_lookup_result *r = at_xmalloc(sizeof *r); /* large (per-M configs): not on a caller's stack */
   g_warn_rt = rt;
-  int ok = look_up(rt, op_name_of(op), names, n, k, r);
+  int ok = look_up(rt, op_name_of(op), names, sm_count, n, k, r);
   g_warn_rt = NULL;
-  if (ok) e = new_entry(rt, op, dev, names, n, k, r);
+  if (ok) e = new_entry(rt, op, dev, names, n, k, r), e->sm_count = sm_count;
   free(r);
   if (!ok) return NULL;
   rt_table *t = new_table(cur->count + 1);
@@ -318,8 +322,12 @@ static void reload(at_runtime *rt) {
   for (size_t i = 0; i < cur->cap; i++) {
     rt_entry *e = cur->slots[i];
     if (!e) continue;
-    if (look_up(rt, op_name_of(e->op), (const char(*)[128])e->names, e->n, e->k, r) && !same_answer(r, &e->lookup))
+    if (look_up(rt, op_name_of(e->op), (const char(*)[128])e->names, e->sm_count, e->n, e->k, r) &&
+        !same_answer(r, &e->lookup)) {
+      int sm_count = e->sm_count;
       e = new_entry(rt, e->op, e->dev, (const char(*)[128])e->names, e->n, e->k, r);
+      e->sm_count = sm_count;
+    }
     put(t, e);
   }
   free(r);
@@ -717,8 +725,8 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   static _Thread_local at_launch tl_launch, tl_tail_launch;
   static _Thread_local at_a8w8_tail tl_tail;
   static _Thread_local rt_kernel *tl_tail_kern; /* NULL: no tail */
-  static _Thread_local int tl_whole;              /* the plan allowed a whole-call tail (a default-file config) */
-  const int whole = e->lookup.source == AT_SRC_DEFAULT_FILE;
+  static _Thread_local int tl_whole;              /* the plan allowed a whole-call tail (an untuned (N, K)'s config) */
+  const int whole = e->lookup.source == AT_SRC_DEFAULT_FILE || e->lookup.source == AT_SRC_MODEL_FILE;
   if (kern->serial != tl_kern || m != tl_m || n != tl_n || k != tl_k || whole != tl_whole) {
     const char *names[AT_MAX_PARAMS];
     at_params p = at_config_params(&kern->cfg, names);

@@ -71,8 +71,10 @@ class TestPackage(unittest.TestCase):
         self.assertTrue(s.path.endswith("sm90-GEMM-A8W8_BLOCKSCALE-N=1024-K=1024.json"))
         self.assertIsInstance(s.params["BLOCK_M"], int)
         self.assertTrue(s.kernel.startswith("gemm_a8w8_blockscale_"))
-        # an (N, K) without a file: the tag's default file; beyond the tuned M: any
-        self.assertEqual(self.rt.select(OP, 100000, 5120, 1024, device="sm90").source, "default_file")
+        # an (N, K) without a file: the time model up to M = 2048, the tag's default file above
+        # (the source names the model: it answered the (N, K)); beyond the tuned M: any
+        self.assertEqual(self.rt.select(OP, 64, 5120, 1024, device="sm90").bucket, "M_LEQ_64")
+        self.assertEqual(self.rt.select(OP, 100000, 5120, 1024, device="sm90").source, "model_file")
         self.assertEqual(self.rt.select(OP, 100000, 5120, 1024, device="sm90").bucket, "any")
 
     def test_module_select(self):

@@ -488,7 +488,8 @@ static void tail_plan_of(int64_t m, int64_t n, int64_t k, at_a8w8_tail *t) {
     const char *names[AT_MAX_PARAMS];
     at_params prm = at_config_params(&c, names);
     at_shape shape = {m, n, k};
-    at_a8w8_tail_plan("sm90", &prm, &shape, G.info.sm_count, strcmp(sel.source, "default_file") == 0, t);
+    at_a8w8_tail_plan("sm90", &prm, &shape, G.info.sm_count,
+                      strcmp(sel.source, "default_file") == 0 || strcmp(sel.source, "model_file") == 0, t);
   }
 }
 
@@ -502,15 +503,14 @@ static void tail_plan_of(int64_t m, int64_t n, int64_t k, at_a8w8_tail *t) {
 static void tail_calls(void) {
   /* Shapes whose plans, with the committed configs, cover every kind of tail: three of the last
    * wave (a tuned (N, K) with M not a multiple of the tile, and (N, K) that no file tunes: the
-   * default file's config), one whole call, one of padding (the last column of tiles mostly past N).
+   * time model's config), one whole call, one of padding (the last column of tiles mostly past N).
    * Which shapes split depends on the configs, so the test takes, in this order, the first shapes
    * whose plans give each kind, and fails when the list runs out (a retune that splits none of them
    * needs new shapes here). With the committed configs it covers H100 SXM (132 SMs) and PCIe (114,
-   * whose padding tail comes from the last shape). */
-  static const int64_t C[][3] = {{1000, 6144, 4096}, {500, 6144, 4096}, {512, 4608, 7168}, {512, 5120, 4096},
-                                 {300, 4608, 3584},  {2048, 3584, 3584}, {512, 5120, 5120}, {1024, 2304, 16384},
-                                 {512, 576, 7168},   {512, 640, 7168},   {300, 640, 4096},  {256, 5120, 5120},
-                                 {8192, 576, 7168},  {8192, 640, 4096},  {8192, 640, 7168}, {8192, 1344, 4096}};
+   * whose padding tail comes from the seventh shape). */
+  static const int64_t C[][3] = {{1000, 6144, 4096}, {640, 6144, 4096}, {2000, 4608, 3584}, {700, 7168, 2048},
+                                 {136, 4608, 3584},  {8192, 640, 4096},  {8192, 1344, 4096}, {500, 6144, 4096},
+                                 {2048, 3584, 3584}, {136, 5120, 4096},  {640, 640, 4096},  {8192, 640, 7168}};
   enum { NC = sizeof C / sizeof C[0], WANT_WAVES = 3 };
   int64_t S[5][3];
   at_a8w8_tail T[5]; /* each shape's plan */

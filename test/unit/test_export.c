@@ -37,6 +37,7 @@
 #include "core/config.h"
 #include "core/json.h"
 #include "core/store.h"
+#include "core/timemodel.h"
 #include "core/util.h"
 #include "check.h"
 #include "proc.h"
@@ -386,18 +387,36 @@ static void committed_configs(void) {
                                           "M_LEQ_64",  "M_LEQ_128", "M_LEQ_128", "M_LEQ_256",  "M_LEQ_256",
                                           "M_LEQ_512", "M_LEQ_4096", "any"};
   _Static_assert(AT_ARRAY_LEN(COMMITTED) == AT_ARRAY_LEN(MS), "one answer per M");
+  /* An untuned (N, K) takes the time model's grid of M up to 2048, the default file's entries above. */
+  static const char *const MODEL[] = {"M_LEQ_1",   "M_LEQ_16",  "M_LEQ_32",  "M_LEQ_32",   "M_LEQ_48",
+                                      "M_LEQ_64",  "M_LEQ_128", "M_LEQ_128", "M_LEQ_192",  "M_LEQ_256",
+                                      "M_LEQ_384", "M_LEQ_4096", "any"};
+  _Static_assert(AT_ARRAY_LEN(MODEL) == AT_ARRAY_LEN(MS), "one answer per M");
   for (size_t i = 0; i < AT_ARRAY_LEN(MS); i++) {
     expect_bucket(MS[i], "1024", "1024", dir, NULL, COMMITTED[i], "nk_file");
     expect_bucket(MS[i], "6144", "1024", dir, NULL, COMMITTED[i], "nk_file");
-    expect_bucket(MS[i], "5120", "1024", dir, NULL, COMMITTED[i], "default_file");
+    expect_bucket(MS[i], "5120", "1024", dir, NULL, MODEL[i], "model_file");
   }
-  /* An untuned (N, K): up to M = 128 the entries of the nearest tuned (N, K), here (6144, 1024)
-   * (|log2| distance 0.26; (4096, 1024) is at 0.32); above, the default file's own. */
+  /* Without the model file (a configs directory of before): up to M = 128 the entries of the nearest
+   * tuned (N, K), here (6144, 1024) (|log2| distance 0.26; (4096, 1024) is at 0.32); above, the
+   * default file's own. */
+  char *nomodel = at_path_join(TMP, "committed-no-model");
+  CHECK_EQ_INT(at_mkdirs(nomodel), 0);
+  DIR *cd = opendir(dir);
+  for (struct dirent *e; cd && (e = readdir(cd));) {
+    size_t len = strlen(e->d_name);
+    if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0 || strstr(e->d_name, "-model.json")) continue;
+    char *src = at_path_join(dir, e->d_name), *dst = at_path_join(nomodel, e->d_name), *text = slurp(src);
+    at_write_file_atomic(dst, text, strlen(text));
+    free(src), free(dst), free(text);
+  }
+  if (cd) closedir(cd);
+  for (size_t i = 0; i < AT_ARRAY_LEN(MS); i++) expect_bucket(MS[i], "5120", "1024", nomodel, NULL, COMMITTED[i], "default_file");
   for (int i = 0; i < 2; i++) {
     const char *m = i == 0 ? "128" : "512"; /* where the two answers differ */
     char *untuned, *near, *deflt;
-    CHECK_EQ_INT(query(&untuned, m, "5120", "1024", "--configs", dir, NULL, NULL), 0);
-    CHECK_EQ_INT(query(&near, m, "6144", "1024", "--configs", dir, NULL, NULL), 0);
+    CHECK_EQ_INT(query(&untuned, m, "5120", "1024", "--configs", nomodel, NULL, NULL), 0);
+    CHECK_EQ_INT(query(&near, m, "6144", "1024", "--configs", nomodel, NULL, NULL), 0);
     char *nodir = at_path_join(TMP, "default-only");
     CHECK_EQ_INT(at_mkdirs(nodir), 0);
     char *src = at_path_join(dir, "sm90-GEMM-A8W8_BLOCKSCALE.json"), *dst = at_path_join(nodir, "sm90-GEMM-A8W8_BLOCKSCALE.json");
@@ -413,7 +432,7 @@ static void committed_configs(void) {
     if (i == 0) CHECK_CONTAINS(untuned, "(M <= 128: ");
     free(untuned), free(near), free(deflt), free(nodir), free(src), free(dst), free(text);
   }
-  free(file), free(dir);
+  free(file), free(dir), free(nomodel);
 }
 
 /* ---- the seed's shape ----------------------------------------------------------------------------- */
@@ -533,6 +552,15 @@ static void seed_shape(const char *dir) {
     char *f = at_path_join(committed, e->d_name);
     at_json *cj = NULL;
     CHECK_EQ_INT(at_json_load(f, &cj), AT_OK);
+    if (at_tm_is_model_file(e->d_name)) { /* the time model: another format, read as the runtime reads it */
+      at_time_model tm;
+      CHECK_EQ_INT(at_tm_from_json(f, cj, &tm), AT_OK);
+      CHECK(tm.nconfigs > 0 && tm.sm_count > 0);
+      at_tm_free(&tm);
+      at_json_free(cj);
+      free(f);
+      continue;
+    }
     CHECK(cj && at_json_get(cj, "small") && at_json_get(cj, "any"));
     at_json_free(cj);
     round_trip(f);

@@ -1,0 +1,112 @@
+/* cmd_model.c: `autotune model`: the time model of each (device, op, tag) in a DB
+ * (core/timemodel_fit.h), written as <device>-GEMM-<TAG>-model.json beside the exported files. The
+ * runtime answers an (N, K) that has no file of its own from it (docs/runtime.md). The DB is a menu
+ * run: the configs of the exported files, each timed on every shape of a shape list
+ * (scripts/menu_space.py; docs/usage.md, "A time model for the (N, K) nobody tuned"). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/select.h"
+#include "../core/store.h"
+#include "../core/timemodel_fit.h"
+#include "../core/util.h"
+#include "commands.h"
+
+static const char *USAGE =
+    "usage: autotune model [--db PATH] [--out DIR] [--device-name arch|product] [--tag TAG] [--min-share PCT]\n\n"
+    "Fits the time model of every (device, op, tag) of a menu run's DB and writes\n"
+    "DIR/<device>-GEMM-<TAG>-model.json: per config, four coefficients of its time against the\n"
+    "geometry of its launch. The runtime picks from it for an (N, K) with no file of its own.\n\n"
+    "  --db PATH            the DB of a menu run (default $AUTOTUNE_DB, else tuned/autotune.db)\n"
+    "  --out DIR            where the file goes (default configs)\n"
+    "  --device-name KIND   arch: sm90 (default); product: NVIDIA_H100_80GB_HBM3\n"
+    "  --tag TAG            this tag only\n"
+    "  --min-share PCT      a config enters the model when measured on PCT%% of the shapes (default 90)\n";
+
+static int write_model(const at_time_model *tm, const char *dir, const char *device) {
+  char name[512];
+  snprintf(name, sizeof name, "%s-GEMM-%s-model.json", device, tm->tag);
+  if (strchr(name, '/')) return at_fail(AT_ERR_RUNTIME, "model: refusing to write '%s', which is not a plain file name", name);
+  at_time_model copy = *tm;
+  snprintf(copy.device, sizeof copy.device, "%s", device);
+  char *json = at_tm_to_json(&copy), *path = at_path_join(dir, name);
+  int rc = at_write_file_atomic(path, json, strlen(json));
+  if (rc == AT_OK) printf("%s\n", path);
+  free(json);
+  free(path);
+  return rc;
+}
+
+int cmd_model(int argc, char **argv) {
+  static const struct option LONG[] = {{"db", required_argument, 0, 'd'},          {"out", required_argument, 0, 'o'},
+                                       {"device-name", required_argument, 0, 'n'}, {"tag", required_argument, 0, 't'},
+                                       {"min-share", required_argument, 0, 's'},   {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *env_db = getenv("AUTOTUNE_DB");
+  const char *db_path = env_db && *env_db ? env_db : "tuned/autotune.db", *out = "configs", *tag = NULL;
+  int product = 0;
+  int64_t share = 90;
+  optind = 1;
+  opterr = 0;
+  for (int ch; (ch = getopt_long(argc, argv, ":h", LONG, NULL)) != -1;) {
+    switch (ch) {
+    case 'd': db_path = optarg; break;
+    case 'o': out = optarg; break;
+    case 't': tag = optarg; break;
+    case 's':
+      if (at_parse_i64(optarg, &share) || share < 1 || share > 100)
+        return at_fail(AT_ERR_INPUT, "model: --min-share must be a percentage from 1 to 100, not '%s'", optarg);
+      break;
+    case 'n':
+      if (strcmp(optarg, "arch") != 0 && strcmp(optarg, "product") != 0)
+        return at_fail(AT_ERR_INPUT, "model: --device-name must be arch or product, not '%s'", optarg);
+      product = strcmp(optarg, "product") == 0;
+      break;
+    case 'h': fputs(USAGE, stdout); return AT_OK;
+    case ':': return at_fail(AT_ERR_INPUT, "model: option %s needs a value (see --help)", argv[optind - 1]);
+    default: return at_fail(AT_ERR_INPUT, "model: unknown option '%s' (see --help)", argv[optind - 1]);
+    }
+  }
+  if (optind != argc) return at_fail(AT_ERR_INPUT, "model: unexpected argument '%s' (see --help)", argv[optind]);
+  if (!at_file_exists(db_path)) return at_fail(AT_ERR_INPUT, "model: --db: no DB at %s", db_path);
+  at_store *db;
+  AT_TRY(at_store_open_readonly(db_path, &db));
+  int rc = at_mkdirs(out), written = 0;
+  at_device_entry *devs = NULL;
+  size_t ndev = 0;
+  if (rc == AT_OK) rc = at_store_devices(db, &devs, &ndev);
+  for (size_t d = 0; d < ndev && rc == AT_OK; d++) {
+    char device[128];
+    at_device_file_name(&devs[d], product, device, sizeof device);
+    at_tuned_nk *nks = NULL;
+    size_t nnk = 0;
+    rc = at_store_tuned_nks(db, NULL, devs[d].id, &nks, &nnk);
+    for (size_t i = 0; i < nnk && rc == AT_OK; i++) {
+      /* One model per (op, tag): at its first (N, K). */
+      if ((tag && strcmp(tag, nks[i].tag) != 0) ||
+          (i > 0 && strcmp(nks[i - 1].tag, nks[i].tag) == 0 && strcmp(nks[i - 1].op, nks[i].op) == 0))
+        continue;
+      rc = at_select_check_names(db, nks[i].op, nks[i].tag);
+      at_time_model tm;
+      at_tm_fit_stats st;
+      if (rc == AT_OK) rc = at_tm_fit_db(db, &devs[d], nks[i].op, nks[i].tag, (int)share, &tm, &st);
+      if (rc != AT_OK) break;
+      rc = write_model(&tm, out, device);
+      fprintf(stderr,
+              "%s %s/%s: %d configs from %d results on %d shapes (%d measured on fewer than %lld%% left out); "
+              "picking by the model costs %.3fx the best time measured (geomean), worst %.2fx at %lld x %lld x %lld\n",
+              device, nks[i].op, nks[i].tag, tm.nconfigs, st.results, st.shapes, st.dropped, (long long)share, st.regret,
+              st.worst_regret, (long long)st.worst_m, (long long)st.worst_n, (long long)st.worst_k);
+      at_tm_free(&tm);
+      written += rc == AT_OK;
+    }
+    free(nks);
+  }
+  if (rc == AT_OK && written == 0)
+    rc = at_fail(AT_ERR_INPUT, "model: %s has no checked results%s%s", db_path, tag ? " for tag " : "", tag ? tag : "");
+  free(devs);
+  at_store_close(db);
+  return rc;
+}

@@ -1,0 +1,245 @@
+/* timemodel.c: see timemodel.h. */
+#include "timemodel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "util.h"
+
+/* The M of the per-M entries of an answer: dense where the tile count changes fastest. */
+static const int64_t GRID[] = {1,   2,   4,    8,    16,   24,   32,   48,   64,   96,   128,  192,   256,
+                               384, 512, 768,  1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384};
+enum { NGRID = sizeof GRID / sizeof GRID[0] };
+_Static_assert((int)NGRID <= (int)AT_MAX_MLEQ, "the grid must fit the per-M entries of a config set");
+
+static int64_t param(const at_config *c, const char *name, int64_t dflt) {
+  for (int i = 0; i < c->nparams; i++)
+    if (strcmp(c->names[i], name) == 0) return c->values[i];
+  return dflt;
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int at_tm_features(const at_config *c, int64_t m, int64_t n, int64_t k, int sm_count, double f[AT_TM_NF]) {
+  int64_t bm = param(c, "BLOCK_M", 0), bn = param(c, "BLOCK_N", 0);
+  if (bm < 1 || bn < 1 || sm_count < 1) return -1;
+  int64_t sk = param(c, "SPLIT_K", 1), ck = param(c, "CLUSTER_K", 1);
+  int64_t cs = param(c, "CLUSTER_M", 1) * param(c, "CLUSTER_N", 1) * ck;
+  if (sk < 1 || ck < 1 || cs < 1) return -1;
+  int64_t slots = (sm_count / cs) * cs;
+  if (slots < 1) slots = cs;
+  int64_t ctas = cdiv(m, bm) * cdiv(n, bn) * sk * ck;
+  double waves = (double)cdiv(ctas, slots), active = (double)(ctas < slots ? ctas : slots);
+  double kblocks = (double)cdiv(k, 128) / (double)(sk * ck);
+  f[0] = 1.0;
+  f[1] = waves * kblocks;
+  f[2] = ((double)m * (double)k + (double)n * (double)k) / 1e6;
+  f[3] = waves * kblocks * active / sm_count;
+  return 0;
+}
+
+/* Solves the n x n system a x = b in place (partial pivoting); -1 when singular. */
+static int solve(double a[AT_TM_NF][AT_TM_NF], double b[AT_TM_NF], double x[AT_TM_NF]) {
+  const int n = AT_TM_NF;
+  for (int i = 0; i < n; i++) {
+    int p = i;
+    for (int r = i + 1; r < n; r++)
+      if (fabs(a[r][i]) > fabs(a[p][i])) p = r;
+    if (!(fabs(a[p][i]) > 0)) return -1;
+    for (int c = 0; c < n; c++) {
+      double t = a[i][c];
+      a[i][c] = a[p][c], a[p][c] = t;
+    }
+    double t = b[i];
+    b[i] = b[p], b[p] = t;
+    for (int r = 0; r < n; r++) {
+      if (r == i) continue;
+      double f = a[r][i] / a[i][i];
+      for (int c = i; c < n; c++) a[r][c] -= f * a[i][c];
+      b[r] -= f * b[i];
+    }
+  }
+  for (int i = 0; i < n; i++) x[i] = b[i] / a[i][i];
+  return 0;
+}
+
+int at_tm_fit(const double (*x)[AT_TM_NF], const double *t, int rows, double coef[AT_TM_NF], double *rel_rms) {
+  if (rows < AT_TM_NF) return at_fail(AT_ERR_INPUT, "a fit needs %d measured shapes at least, not %d", AT_TM_NF, rows);
+  /* Rows scaled by 1 / t: the normal equations of the relative error, whose target is all ones. */
+  double a[AT_TM_NF][AT_TM_NF] = {{0}}, b[AT_TM_NF] = {0};
+  for (int r = 0; r < rows; r++) {
+    if (!(t[r] > 0)) return at_fail(AT_ERR_INPUT, "a fit needs positive times (row %d)", r);
+    double s[AT_TM_NF];
+    for (int i = 0; i < AT_TM_NF; i++) s[i] = x[r][i] / t[r];
+    for (int i = 0; i < AT_TM_NF; i++) {
+      b[i] += s[i];
+      for (int j = 0; j < AT_TM_NF; j++) a[i][j] += s[i] * s[j];
+    }
+  }
+  double diag = 0;
+  for (int i = 0; i < AT_TM_NF; i++) diag += a[i][i];
+  for (int i = 0; i < AT_TM_NF; i++) a[i][i] += 1e-9 * diag / AT_TM_NF;
+  if (solve(a, b, coef)) return at_fail(AT_ERR_INPUT, "the fit's equations are singular");
+  double se = 0;
+  for (int r = 0; r < rows; r++) {
+    double p = 0;
+    for (int i = 0; i < AT_TM_NF; i++) p += coef[i] * x[r][i];
+    se += (p - t[r]) / t[r] * ((p - t[r]) / t[r]);
+  }
+  if (rel_rms) *rel_rms = sqrt(se / rows);
+  return AT_OK;
+}
+
+double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count) {
+  double f[AT_TM_NF];
+  if (!sm_count) sm_count = tm->sm_count;
+  if (at_tm_features(&tm->configs[i], m, n, k, sm_count, f)) return 0;
+  double p = 0;
+  for (int j = 0; j < AT_TM_NF; j++) p += tm->coef[i][j] * f[j];
+  return p;
+}
+
+int at_tm_best(const at_time_model *tm, int64_t m, int64_t n, int64_t k, int sm_count) {
+  int best = -1;
+  double best_t = 0;
+  for (int i = 0; i < tm->nconfigs; i++) {
+    double t = at_tm_predict(tm, i, m, n, k, sm_count);
+    if (t > 0 && (best < 0 || t < best_t)) best = i, best_t = t;
+  }
+  return best;
+}
+
+void at_tm_answer(const at_time_model *tm, int64_t n, int64_t k, int sm_count, at_config_set *out) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->op, sizeof out->op, "%s", tm->op);
+  snprintf(out->tag, sizeof out->tag, "%s", tm->tag);
+  snprintf(out->device, sizeof out->device, "%s", tm->device);
+  snprintf(out->device_name, sizeof out->device_name, "%s", tm->device_name);
+  snprintf(out->arch, sizeof out->arch, "%s", tm->arch);
+  out->n = n, out->k = k;
+  for (int g = 0; g < NGRID; g++) {
+    int i = at_tm_best(tm, GRID[g], n, k, sm_count);
+    if (i < 0) continue;
+    int e = out->nmleq++;
+    out->mleq_m[e] = GRID[g];
+    out->mleq[e] = tm->configs[i];
+    out->mleq_time_us[e] = 0; /* a prediction, not a measurement */
+    out->bucket[AT_BUCKET_ANY] = tm->configs[i]; /* beyond the grid: the largest M's */
+  }
+}
+
+int at_tm_is_model_file(const char *f) {
+  size_t len = strlen(f), sl = strlen("-model.json");
+  return len > sl && strcmp(f + len - sl, "-model.json") == 0;
+}
+
+char *at_tm_to_json(const at_time_model *tm) {
+  at_buf b = {0};
+  at_buf_puts(&b, "{\n  \"format\": \"autotune-model/1\",\n  \"op\": ");
+  at_buf_json_string(&b, tm->op);
+  at_buf_puts(&b, ",\n  \"tag\": ");
+  at_buf_json_string(&b, tm->tag);
+  at_buf_puts(&b, ",\n  \"device\": ");
+  at_buf_json_string(&b, tm->device);
+  at_buf_puts(&b, ",\n  \"device_name\": ");
+  at_buf_json_string(&b, tm->device_name);
+  at_buf_puts(&b, ",\n  \"arch\": ");
+  at_buf_json_string(&b, tm->arch);
+  at_buf_printf(&b, ",\n  \"sm_count\": %d,\n  \"fit_shapes\": %d,", tm->sm_count, tm->fit_shapes);
+  at_buf_puts(&b, "\n  \"features\": [\"1\", \"waves * kblocks\", \"(M K + N K) / 1e6\", "
+                  "\"waves * kblocks * active / sm_count\"],\n  \"configs\": [");
+  for (int i = 0; i < tm->nconfigs; i++) {
+    const at_config *c = &tm->configs[i];
+    at_buf_printf(&b, "%s\n    {\"variant\": ", i ? "," : "");
+    at_buf_json_string(&b, c->variant);
+    at_buf_puts(&b, ", \"family\": ");
+    at_buf_json_string(&b, c->family);
+    at_buf_puts(&b, ", \"template\": ");
+    at_buf_json_string(&b, c->template_name);
+    at_buf_puts(&b, ",\n     \"entry\": ");
+    at_buf_json_string(&b, c->entry);
+    char *params = at_config_params_json(c);
+    at_buf_printf(&b, ",\n     \"params\": %s,\n     \"coef\": [", params);
+    free(params);
+    for (int j = 0; j < AT_TM_NF; j++) at_buf_printf(&b, "%s%.9g", j ? ", " : "", tm->coef[i][j]);
+    at_buf_printf(&b, "], \"shapes\": %d, \"rel_rms\": %.4f}", tm->shapes[i], tm->rel_rms[i]);
+  }
+  at_buf_puts(&b, "\n  ]\n}\n");
+  return at_buf_steal(&b);
+}
+
+static int copy_str(const char *name, const at_json *o, const char *key, char *out, size_t n) {
+  const char *v = at_json_str(o, key);
+  if (!v || strlen(v) >= n) return at_fail(AT_ERR_INPUT, "%s: \"%s\" is missing, not a string or too long", name, key);
+  snprintf(out, n, "%s", v);
+  return AT_OK;
+}
+
+void at_tm_free(at_time_model *tm) {
+  free(tm->configs);
+  free(tm->coef);
+  free(tm->shapes);
+  free(tm->rel_rms);
+  memset(tm, 0, sizeof *tm);
+}
+
+static int read_configs(const char *name, const at_json *cs, at_time_model *out) {
+  if (!cs || cs->kind != AT_J_ARRAY || cs->n == 0 || cs->n > AT_TM_MAX_CONFIGS)
+    return at_fail(AT_ERR_INPUT, "%s: \"configs\" must be an array of 1 to %d configs", name, AT_TM_MAX_CONFIGS);
+  out->configs = at_xcalloc(cs->n, sizeof *out->configs);
+  out->coef = at_xcalloc(cs->n, sizeof *out->coef);
+  out->shapes = at_xcalloc(cs->n, sizeof *out->shapes);
+  out->rel_rms = at_xcalloc(cs->n, sizeof *out->rel_rms);
+  for (size_t i = 0; i < cs->n; i++) {
+    char where[300];
+    snprintf(where, sizeof where, "%s: configs[%zu]", name, i);
+    const at_json *c = cs->items[i];
+    if (c->kind != AT_J_OBJECT) return at_fail(AT_ERR_INPUT, "%s: not an object", where);
+    AT_TRY(at_config_from_json(where, c, &out->configs[i]));
+    double f[AT_TM_NF];
+    if (at_tm_features(&out->configs[i], 1, 1, 1, 1, f))
+      return at_fail(AT_ERR_INPUT, "%s: params need BLOCK_M and BLOCK_N of at least 1 (and SPLIT_K, CLUSTER_* >= 1)", where);
+    const at_json *coef = at_json_get(c, "coef");
+    if (!coef || coef->kind != AT_J_ARRAY || coef->n != AT_TM_NF)
+      return at_fail(AT_ERR_INPUT, "%s: \"coef\" must be an array of %d numbers", where, AT_TM_NF);
+    for (int j = 0; j < AT_TM_NF; j++) {
+      if (coef->items[j]->kind != AT_J_NUMBER || !isfinite(coef->items[j]->number))
+        return at_fail(AT_ERR_INPUT, "%s: \"coef\" must be an array of %d numbers", where, AT_TM_NF);
+      out->coef[i][j] = coef->items[j]->number;
+    }
+    int64_t v = 0;
+    if (at_json_int(c, "shapes", &v) == 0) out->shapes[i] = (int)v;
+    const at_json *rr = at_json_get(c, "rel_rms");
+    if (rr && rr->kind == AT_J_NUMBER) out->rel_rms[i] = rr->number;
+    for (size_t j = 0; j < i; j++)
+      if (at_config_same(&out->configs[j], &out->configs[i]))
+        return at_fail(AT_ERR_INPUT, "%s: the same config as configs[%zu]", where, j);
+    out->nconfigs++;
+  }
+  return AT_OK;
+}
+
+int at_tm_from_json(const char *name, const at_json *j, at_time_model *out) {
+  memset(out, 0, sizeof *out);
+  if (!j || j->kind != AT_J_OBJECT) return at_fail(AT_ERR_INPUT, "%s: not a JSON object", name);
+  const char *format = at_json_str(j, "format");
+  if (!format || strcmp(format, "autotune-model/1") != 0)
+    return at_fail(AT_ERR_INPUT, "%s: \"format\" is not \"autotune-model/1\"", name);
+  AT_TRY(copy_str(name, j, "op", out->op, sizeof out->op));
+  AT_TRY(copy_str(name, j, "tag", out->tag, sizeof out->tag));
+  AT_TRY(copy_str(name, j, "device", out->device, sizeof out->device));
+  const char *dn = at_json_str(j, "device_name"), *arch = at_json_str(j, "arch");
+  snprintf(out->device_name, sizeof out->device_name, "%s", dn ? dn : "");
+  snprintf(out->arch, sizeof out->arch, "%s", arch ? arch : "");
+  int64_t v = 0;
+  if (at_json_int(j, "sm_count", &v) || v < 1 || v > 100000)
+    return at_fail(AT_ERR_INPUT, "%s: \"sm_count\" must be an integer from 1", name);
+  out->sm_count = (int)v;
+  if (at_json_int(j, "fit_shapes", &v) == 0) out->fit_shapes = (int)v;
+  int rc = read_configs(name, at_json_get(j, "configs"), out);
+  if (rc) at_tm_free(out);
+  return rc;
+}

@@ -1,0 +1,70 @@
+/* timemodel.h: a fitted time model of a menu of GEMM configs, for the (N, K) nobody tuned.
+ *
+ * Why. A tuned (N, K) gets its own winners; any other (N, K) needs a guess. A neighbour's winners
+ * carry the neighbour's wave count, which does not fit another N (a tile count of 208 on 132 SMs is
+ * two waves, 1.6 of them idle), and one compromise file per tag cannot be right for N = 576 and
+ * N = 37888 at once. The model predicts each menu config's time on any shape from the geometry of
+ * its launch, with four coefficients per config fitted on measured times, and picks the fastest.
+ *
+ * Features of config c on (M, N, K) with S SMs (BLOCK_M, BLOCK_N, SPLIT_K, CLUSTER_M, CLUSTER_N,
+ * CLUSTER_K of c; a missing SPLIT_K or CLUSTER_* counts as 1):
+ *   tiles  = ceil(M / BLOCK_M) ceil(N / BLOCK_N);  cs = CLUSTER_M CLUSTER_N CLUSTER_K
+ *   ctas   = tiles SPLIT_K CLUSTER_K;  slots = floor(S / cs) cs;  active = min(ctas, slots)
+ *   waves  = ceil(ctas / slots);  kblocks = ceil(K / 128) / (SPLIT_K CLUSTER_K)
+ *   f = [1, waves kblocks, (M K + N K) / 1e6, waves kblocks active / S]
+ * time_us = coef . f: a fixed cost, the busiest SM's k-blocks, the bytes read (the memory floor of
+ * decode sizes), and the k-blocks again scaled by how much of the GPU is busy (a few busy SMs each
+ * stream faster than a full GPU of them). Fitted per config by least squares on relative error.
+ *
+ * Invariants: a model names each config once; every config has a family and a template (it was
+ * launched to be measured); a config whose prediction is not positive on a shape is not picked
+ * there. The answer for an (N, K) is a config set of per-M entries on a fixed grid of M (at most
+ * AT_MAX_MLEQ), each the config of least predicted time at that M, read by at_config_for_m like any
+ * exported file. Format of the file: docs/formats.md ("The time model"). */
+#ifndef AT_TIMEMODEL_H
+#define AT_TIMEMODEL_H
+
+#include "config.h"
+#include "json.h"
+
+enum { AT_TM_NF = 4, AT_TM_MAX_CONFIGS = 512 };
+
+typedef struct at_time_model {
+  char op[64], tag[64], device[128], device_name[128], arch[16];
+  int sm_count;             /* of the device the times were measured on */
+  int nconfigs;
+  at_config *configs;       /* nconfigs, malloc'd */
+  double (*coef)[AT_TM_NF]; /* nconfigs, malloc'd */
+  int *shapes;              /* how many shapes each config was fitted on */
+  double *rel_rms;          /* its root-mean-square relative error on them */
+  int fit_shapes;           /* shapes in the fit (a menu run measures every config on each) */
+} at_time_model;
+
+/* The features of config c on (m, n, k) with sm_count SMs; -1 when c has no BLOCK_M or BLOCK_N. */
+int at_tm_features(const at_config *c, int64_t m, int64_t n, int64_t k, int sm_count, double f[AT_TM_NF]);
+
+/* Fits coef to rows (features x[r], measured time t[r] > 0) minimising sum ((coef . x - t) / t)^2,
+ * with a ridge of 1e-9 of the mean diagonal for collinear features; *rel_rms the fit's error.
+ * AT_ERR_INPUT with fewer rows than features. */
+int at_tm_fit(const double (*x)[AT_TM_NF], const double *t, int rows, double coef[AT_TM_NF], double *rel_rms);
+
+/* Predicted time of config i on (m, n, k); <= 0 when the model has no answer. sm_count 0: the
+ * model's own. (As the tuner measured it: alone, without the runtime's tail. Composing the tail's
+ * own cost model into the prediction picked worse configs on the H100, docs/perf.md.) */
+double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count);
+
+/* The index of the config of least predicted time on (m, n, k); -1 when none predicts. */
+int at_tm_best(const at_time_model *tm, int64_t m, int64_t n, int64_t k, int sm_count);
+
+/* The answer for (n, k): per-M entries on the M grid (1 to 16384), the largest also `any`. */
+void at_tm_answer(const at_time_model *tm, int64_t n, int64_t k, int sm_count, at_config_set *out);
+
+char *at_tm_to_json(const at_time_model *tm); /* malloc'd, ends with a newline */
+/* Reads and validates a model file's content; AT_ERR_INPUT naming what is wrong. */
+int at_tm_from_json(const char *name, const at_json *j, at_time_model *out);
+void at_tm_free(at_time_model *tm);
+
+/* Is a configs-directory file name a model file ("...-model.json")? */
+int at_tm_is_model_file(const char *file_name);
+
+#endif

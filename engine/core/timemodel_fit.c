@@ -1,0 +1,140 @@
+/* timemodel_fit.c: see timemodel_fit.h. */
+#include "timemodel_fit.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+typedef struct row {
+  int64_t cand, m, n, k;
+  int shape; /* index into the distinct shapes */
+  double t;
+} row;
+
+static int cmp_cand(const void *a, const void *b) {
+  const row *x = a, *y = b;
+  return (x->cand > y->cand) - (x->cand < y->cand);
+}
+
+/* Every current checked result of (op, tag) on dev, with a shape index per distinct (M, N, K). */
+static int load_rows(at_store *db, const at_device_entry *dev, const char *op, const char *tag, row **rows, size_t *nrows,
+                     int *nshapes) {
+  at_tuned_nk *nks = NULL;
+  size_t nnk = 0, cap = 0;
+  *rows = NULL, *nrows = 0, *nshapes = 0;
+  AT_TRY(at_store_tuned_nks(db, op, dev->id, &nks, &nnk));
+  int rc = AT_OK;
+  for (size_t i = 0; i < nnk && rc == AT_OK; i++) {
+    if (strcmp(nks[i].tag, tag) != 0) continue;
+    at_tuned_row *tr = NULL;
+    size_t ntr = 0;
+    rc = at_store_tuned_rows(db, op, tag, dev->id, nks[i].n, nks[i].k, &tr, &ntr);
+    for (size_t j = 0; j < ntr && rc == AT_OK; j++) { /* ordered by M: a new M is a new shape */
+      if (j == 0 || tr[j].m != tr[j - 1].m) (*nshapes)++;
+      if (*nrows == cap) *rows = at_xrealloc(*rows, sizeof **rows * (cap = cap ? 2 * cap : 1024));
+      (*rows)[(*nrows)++] = (row){tr[j].candidate_id, tr[j].m, nks[i].n, nks[i].k, *nshapes - 1, tr[j].time_us};
+    }
+    free(tr);
+  }
+  free(nks);
+  return rc;
+}
+
+/* The model's pick on each shape against the best time measured there. */
+static void regret(const at_time_model *tm, const row *rows, size_t nrows, const int64_t *cand_of, int nshapes,
+                   int sm_count, at_tm_fit_stats *st) {
+  double *best = at_xcalloc((size_t)nshapes, sizeof *best), *picked = at_xcalloc((size_t)nshapes, sizeof *picked);
+  int *pick = at_xcalloc((size_t)nshapes, sizeof *pick);
+  const row **any = at_xcalloc((size_t)nshapes, sizeof *any);
+  for (size_t r = 0; r < nrows; r++) {
+    const row *x = &rows[r];
+    if (!any[x->shape]) {
+      any[x->shape] = x;
+      pick[x->shape] = at_tm_best(tm, x->m, x->n, x->k, sm_count);
+    }
+    if (best[x->shape] == 0 || x->t < best[x->shape]) best[x->shape] = x->t;
+    if (pick[x->shape] >= 0 && cand_of[pick[x->shape]] == x->cand) picked[x->shape] = x->t;
+  }
+  double sum = 0;
+  int n = 0;
+  for (int s = 0; s < nshapes; s++) {
+    if (!any[s] || !(picked[s] > 0)) continue; /* the pick was not measured there */
+    double q = picked[s] / best[s];
+    sum += log(q), n++;
+    if (q > st->worst_regret) st->worst_regret = q, st->worst_m = any[s]->m, st->worst_n = any[s]->n, st->worst_k = any[s]->k;
+  }
+  st->regret = n ? exp(sum / n) : 0;
+  free(best), free(picked), free(pick), free(any);
+}
+
+int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const char *tag, int min_share,
+                 at_time_model *out, at_tm_fit_stats *st) {
+  memset(out, 0, sizeof *out);
+  memset(st, 0, sizeof *st);
+  int sm_count = 0;
+  AT_TRY(at_store_device_sm_count(db, dev->id, &sm_count));
+  if (sm_count < 1) return at_fail(AT_ERR_INPUT, "model: the DB does not record the SM count of %s", dev->name);
+  row *rows;
+  size_t nrows;
+  int nshapes;
+  int rc = load_rows(db, dev, op, tag, &rows, &nrows, &nshapes);
+  if (rc) return free(rows), rc;
+  st->shapes = nshapes;
+  qsort(rows, nrows, sizeof *rows, cmp_cand);
+  int need = (int)ceil(nshapes * (min_share / 100.0));
+  if (need < 2 * AT_TM_NF) need = 2 * AT_TM_NF;
+  snprintf(out->op, sizeof out->op, "%s", op);
+  snprintf(out->tag, sizeof out->tag, "%s", tag);
+  snprintf(out->device_name, sizeof out->device_name, "%s", dev->name);
+  snprintf(out->arch, sizeof out->arch, "%s", dev->arch);
+  out->sm_count = sm_count;
+  out->fit_shapes = nshapes;
+  size_t cap = 0;
+  int64_t *cand_of = NULL;
+  double(*x)[AT_TM_NF] = at_xcalloc(nrows ? nrows : 1, sizeof *x);
+  double *t = at_xcalloc(nrows ? nrows : 1, sizeof *t);
+  for (size_t a = 0, b; a < nrows && rc == AT_OK; a = b) {
+    for (b = a; b < nrows && rows[b].cand == rows[a].cand; b++) {}
+    at_config c;
+    rc = at_store_candidate_config(db, rows[a].cand, &c);
+    if (rc) break;
+    int n = 0;
+    for (size_t r = a; r < b; r++)
+      if (at_tm_features(&c, rows[r].m, rows[r].n, rows[r].k, sm_count, x[n]) == 0) t[n++] = rows[r].t;
+    double coef[AT_TM_NF], rms = 0;
+    if (n < need || at_tm_fit((const double(*)[AT_TM_NF])x, t, n, coef, &rms) != AT_OK) {
+      st->dropped++;
+      continue;
+    }
+    if (out->nconfigs == AT_TM_MAX_CONFIGS) {
+      rc = at_fail(AT_ERR_INPUT, "model: more than %d configs were measured on %d%% of the shapes; fit from a menu run",
+                   AT_TM_MAX_CONFIGS, min_share);
+      break;
+    }
+    if ((size_t)out->nconfigs == cap) {
+      cap = cap ? 2 * cap : 64;
+      out->configs = at_xrealloc(out->configs, sizeof *out->configs * cap);
+      out->coef = at_xrealloc(out->coef, sizeof *out->coef * cap);
+      out->shapes = at_xrealloc(out->shapes, sizeof *out->shapes * cap);
+      out->rel_rms = at_xrealloc(out->rel_rms, sizeof *out->rel_rms * cap);
+      cand_of = at_xrealloc(cand_of, sizeof *cand_of * cap);
+    }
+    int i = out->nconfigs++;
+    out->configs[i] = c;
+    memcpy(out->coef[i], coef, sizeof coef);
+    out->shapes[i] = n;
+    out->rel_rms[i] = rms;
+    cand_of[i] = rows[a].cand;
+    st->results += n;
+  }
+  if (rc == AT_OK && out->nconfigs == 0)
+    rc = at_fail(AT_ERR_INPUT, "model: no config of %s/%s was measured on %d of the %d shapes (%d%%); fit from a menu run",
+                 op, tag, need, nshapes, min_share);
+  if (rc == AT_OK) regret(out, rows, nrows, cand_of, nshapes, sm_count, st);
+  free(x), free(t), free(rows), free(cand_of);
+  if (rc) at_tm_free(out);
+  return rc;
+}

@@ -1,0 +1,24 @@
+/* timemodel_fit.h: the time model (timemodel.h) of an (op, tag) on a device, fitted on a DB's
+ * checked results (first-pass times, the newest version of each template).
+ *
+ * A config enters the model when it was measured on at least min_share percent of the shapes the
+ * DB has for that (op, tag) (and on 8 at least): a model of a config measured only where the
+ * tuner's pruning let it run would extrapolate blindly. So the DB to fit from is a menu run, every
+ * config of the menu on every shape (scripts/menu_space.py, docs/usage.md). */
+#ifndef AT_TIMEMODEL_FIT_H
+#define AT_TIMEMODEL_FIT_H
+
+#include "store.h"
+#include "timemodel.h"
+
+typedef struct at_tm_fit_stats {
+  int shapes, results, dropped; /* dropped: configs measured on too few shapes */
+  double regret;                /* geomean over the shapes of picked config's time / best time measured */
+  double worst_regret;
+  int64_t worst_m, worst_n, worst_k;
+} at_tm_fit_stats;
+
+int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const char *tag, int min_share,
+                 at_time_model *out, at_tm_fit_stats *stats);
+
+#endif

@@ -1,0 +1,380 @@
+/* test_timemodel.c: the time model for the (N, K) nobody tuned (core/timemodel.h) and its use
+ * (argv[1] is the autotune binary):
+ *  - a fit recovers the coefficients of times made by them, and refuses too few rows or a time <= 0;
+ *  - the answer of an (N, K) takes, per M of its grid, the config of least predicted time (a narrow
+ *    tile at M = 16, a wide one at M = 4096, where the narrow one needs 32 waves);
+ *  - a model file is written and read back the same; a malformed one is refused naming what is wrong;
+ *  - the lookup: an (N, K) with its own file takes the file; one without takes the model up to
+ *    M = 2048 and the default file above; the model alone without a default file; a corrupt model
+ *    is skipped with a warning (the default file and the nearest file answer as before);
+ *  - `autotune model` fits a DB's results (configs measured on too few shapes left out) and refuses
+ *    bad arguments with exit code 2. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/json.h"
+#include "core/lookup.h"
+#include "core/store.h"
+#include "core/timemodel.h"
+#include "core/util.h"
+#include "check.h"
+#include "proc.h"
+
+static const char *EXE;
+static char *TMP;
+
+static int run_cli(const char *out, ...) {
+  va_list ap;
+  va_start(ap, out);
+  int rc = proc_run_va(EXE, out, 60, ap);
+  va_end(ap);
+  return rc;
+}
+static const char *ENTRY =
+    "gemm_a8w8_blockscale_mma<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES, GROUP_M, SPLIT_K, B_HINT>";
+
+static at_config mma_config(int bm, int bn) {
+  at_config c;
+  memset(&c, 0, sizeof c);
+  snprintf(c.variant, sizeof c.variant, "mma");
+  snprintf(c.family, sizeof c.family, "mma");
+  snprintf(c.template_name, sizeof c.template_name, "gemm_a8w8_blockscale_mma.cuh");
+  snprintf(c.entry, sizeof c.entry, "%s", ENTRY);
+  char params[256];
+  snprintf(params, sizeof params,
+           "{\"BLOCK_K\":128,\"BLOCK_M\":%d,\"BLOCK_N\":%d,\"B_HINT\":0,\"GROUP_M\":1,\"SPLIT_K\":1,\"STAGES\":2,"
+           "\"WARPS_M\":1,\"WARPS_N\":2}",
+           bm, bn);
+  CHECK_EQ_INT(at_config_set_params(&c, params), AT_OK);
+  c.valid = 1;
+  return c;
+}
+
+static int64_t block_m_of(const at_config *c) {
+  for (int i = 0; i < c->nparams; i++)
+    if (!strcmp(c->names[i], "BLOCK_M")) return c->values[i];
+  return -1;
+}
+
+static const int64_t MS[] = {1, 16, 64, 128, 512, 2048, 4096, 8192};
+static const int64_t NKS[][2] = {{1024, 1024}, {4096, 4096}, {28672, 4096}, {576, 7168}, {7168, 2048}};
+
+static double model_time(const at_config *c, const double coef[AT_TM_NF], int64_t m, int64_t n, int64_t k) {
+  double f[AT_TM_NF], t = 0;
+  CHECK_EQ_INT(at_tm_features(c, m, n, k, 132, f), 0);
+  for (int i = 0; i < AT_TM_NF; i++) t += coef[i] * f[i];
+  return t;
+}
+
+static void fit_recovers(void) {
+  at_config c = mma_config(128, 128);
+  const double truth[AT_TM_NF] = {3.0, 0.05, 0.4, 0.02};
+  double x[40][AT_TM_NF], t[40];
+  int rows = 0;
+  for (size_t a = 0; a < sizeof NKS / sizeof NKS[0]; a++)
+    for (size_t b = 0; b < sizeof MS / sizeof MS[0]; b++, rows++) {
+      CHECK_EQ_INT(at_tm_features(&c, MS[b], NKS[a][0], NKS[a][1], 132, x[rows]), 0);
+      t[rows] = model_time(&c, truth, MS[b], NKS[a][0], NKS[a][1]);
+    }
+  double coef[AT_TM_NF], rms = 1;
+  CHECK_EQ_INT(at_tm_fit((const double(*)[AT_TM_NF])x, t, rows, coef, &rms), AT_OK);
+  for (int i = 0; i < AT_TM_NF; i++) CHECK(fabs(coef[i] - truth[i]) <= 1e-4 * fabs(truth[i]));
+  CHECK(rms < 1e-5);
+  CHECK_EQ_INT(at_tm_fit((const double(*)[AT_TM_NF])x, t, 3, coef, &rms), AT_ERR_INPUT);
+  t[5] = 0;
+  CHECK_EQ_INT(at_tm_fit((const double(*)[AT_TM_NF])x, t, rows, coef, &rms), AT_ERR_INPUT);
+  /* Geometry: 4096 x 1024 in 16 x 64 tiles is 4096 tiles, 32 waves of 132, 8 k-blocks each. */
+  at_config narrow = mma_config(16, 64);
+  double f[AT_TM_NF];
+  CHECK_EQ_INT(at_tm_features(&narrow, 4096, 1024, 1024, 132, f), 0);
+  CHECK(f[0] == 1 && f[1] == 32 * 8 && fabs(f[2] - (4096.0 * 1024 + 1024.0 * 1024) / 1e6) < 1e-12 && f[3] == 32 * 8);
+  at_config none;
+  memset(&none, 0, sizeof none);
+  CHECK_EQ_INT(at_tm_features(&none, 16, 1024, 1024, 132, f), -1); /* no BLOCK_M: no prediction */
+}
+
+/* Two configs: 16 x 64 tiles (cheap fixed cost, dear waves) and 128 x 128 (the other way round). */
+static at_time_model two_configs(void) {
+  at_time_model tm;
+  memset(&tm, 0, sizeof tm);
+  snprintf(tm.op, sizeof tm.op, "gemm_a8w8_blockscale");
+  snprintf(tm.tag, sizeof tm.tag, "SYN");
+  snprintf(tm.device, sizeof tm.device, "sm90");
+  snprintf(tm.device_name, sizeof tm.device_name, "NVIDIA H100 80GB HBM3");
+  snprintf(tm.arch, sizeof tm.arch, "sm_90a");
+  tm.sm_count = 132;
+  tm.nconfigs = 2;
+  tm.fit_shapes = 40;
+  tm.configs = calloc(2, sizeof *tm.configs);
+  tm.coef = calloc(2, sizeof *tm.coef);
+  tm.shapes = calloc(2, sizeof *tm.shapes);
+  tm.rel_rms = calloc(2, sizeof *tm.rel_rms);
+  tm.configs[0] = mma_config(16, 64);
+  tm.configs[1] = mma_config(128, 128);
+  const double c0[AT_TM_NF] = {2, 1.0, 0, 0}, c1[AT_TM_NF] = {10, 0.5, 0, 0};
+  memcpy(tm.coef[0], c0, sizeof c0);
+  memcpy(tm.coef[1], c1, sizeof c1);
+  tm.shapes[0] = tm.shapes[1] = 40;
+  tm.rel_rms[0] = 0.05, tm.rel_rms[1] = 0.0625;
+  return tm;
+}
+
+static void answer_picks(void) {
+  at_time_model tm = two_configs();
+  /* M = 16: 16 tiles, one wave of 8 k-blocks: 2 + 8 against 10 + 0.5 x 8. */
+  CHECK(fabs(at_tm_predict(&tm, 0, 16, 1024, 1024, 0) - 10) < 1e-12);
+  CHECK(fabs(at_tm_predict(&tm, 1, 16, 1024, 1024, 0) - 14) < 1e-12);
+  /* M = 4096: 32 waves against 2 (256 tiles). */
+  CHECK(fabs(at_tm_predict(&tm, 0, 4096, 1024, 1024, 0) - 258) < 1e-12);
+  CHECK(fabs(at_tm_predict(&tm, 1, 4096, 1024, 1024, 0) - 18) < 1e-12);
+  /* On 264 SMs the 256 tiles are one wave. */
+  CHECK(fabs(at_tm_predict(&tm, 1, 4096, 1024, 1024, 264) - 14) < 1e-12);
+  at_config_set cs;
+  at_tm_answer(&tm, 1024, 1024, 0, &cs);
+  CHECK_EQ_INT(cs.nmleq, 24);
+  CHECK(cs.n == 1024 && cs.k == 1024 && !strcmp(cs.tag, "SYN"));
+  int e = -1;
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&cs, 16, &e)), 16);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&cs, 4096, &e)), 128);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&cs, 100000, &e)), 128); /* beyond the grid: `any` */
+  CHECK_EQ_INT(block_m_of(&cs.bucket[AT_BUCKET_ANY]), 128);
+  at_tm_free(&tm);
+}
+
+static int parse_model(const char *text, at_time_model *tm) {
+  at_json *j = NULL;
+  int rc = at_json_parse("m.json", text, strlen(text), &j);
+  if (rc == AT_OK) rc = at_tm_from_json("m.json", j, tm);
+  at_json_free(j);
+  return rc;
+}
+
+static void refused(const char *text, const char *what) {
+  at_time_model tm;
+  CHECK_EQ_INT(parse_model(text, &tm), AT_ERR_INPUT);
+  CHECK_CONTAINS(at_errmsg(), what);
+}
+
+static void json_roundtrip(void) {
+  at_time_model tm = two_configs(), back;
+  char *text = at_tm_to_json(&tm);
+  CHECK_EQ_INT(parse_model(text, &back), AT_OK);
+  CHECK_EQ_INT(back.nconfigs, 2);
+  CHECK_EQ_INT(back.sm_count, 132);
+  CHECK_EQ_INT(back.fit_shapes, 40);
+  for (int i = 0; i < 2 && back.nconfigs == 2; i++) {
+    CHECK(at_config_same(&back.configs[i], &tm.configs[i]));
+    for (int k = 0; k < AT_TM_NF; k++) CHECK(back.coef[i][k] == tm.coef[i][k]);
+    CHECK_EQ_INT(back.shapes[i], 40);
+  }
+  at_tm_free(&back);
+  /* Malformed files, each refused naming what is wrong. */
+  const char *head = "{\"format\": \"autotune-model/1\", \"op\": \"gemm_a8w8_blockscale\", \"tag\": \"SYN\", "
+                     "\"device\": \"sm90\", \"sm_count\": 132, \"configs\": [";
+  char one[1024]; /* a config object without its coefficients, open at the end */
+  snprintf(one, sizeof one,
+           "{\"variant\": \"mma\", \"family\": \"mma\", \"template\": \"gemm_a8w8_blockscale_mma.cuh\", "
+           "\"entry\": \"%s\", \"params\": {\"BLOCK_M\": 16, \"BLOCK_N\": 64}",
+           ENTRY);
+  char buf[8192];
+  snprintf(buf, sizeof buf, "%s%s}]}", head, one);
+  refused(buf, "\"coef\" must be an array of 4 numbers");
+  snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3]}]}", head, one);
+  refused(buf, "\"coef\" must be an array of 4 numbers");
+  snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, \"x\"]}]}", head, one);
+  refused(buf, "\"coef\" must be an array of 4 numbers");
+  snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, 4]}, %s, \"coef\": [1, 2, 3, 5]}]}", head, one, one);
+  refused(buf, "the same config as configs[0]");
+  snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, 4]}]}", head, one);
+  CHECK_EQ_INT(parse_model(buf, &back), AT_OK); /* the same, well formed */
+  at_tm_free(&back);
+  refused("{\"format\": \"autotune-configs/1\"}", "\"format\" is not \"autotune-model/1\"");
+  snprintf(buf, sizeof buf, "%s]}", head);
+  refused(buf, "\"configs\" must be an array of 1 to");
+  refused("{\"format\": \"autotune-model/1\", \"op\": \"x\", \"tag\": \"SYN\", \"device\": \"sm90\", \"configs\": []}",
+          "\"sm_count\" must be an integer from 1");
+  snprintf(buf, sizeof buf,
+           "%s{\"variant\": \"v\", \"family\": \"mma\", \"template\": \"t.cuh\", \"entry\": \"e<X>\", \"params\": {\"X\": 1}, "
+           "\"coef\": [1, 2, 3, 4]}]}",
+           head);
+  refused(buf, "params need BLOCK_M and BLOCK_N");
+  free(text);
+  at_tm_free(&tm);
+}
+
+static int g_warnings;
+static char g_last_warning[1200];
+static void count_warning(const char *msg) {
+  g_warnings++;
+  snprintf(g_last_warning, sizeof g_last_warning, "%s", msg);
+}
+
+static void write_text(const char *dir, const char *name, const char *text) {
+  char *p = at_path_join(dir, name);
+  CHECK_EQ_INT(at_write_file_atomic(p, text, strlen(text)), AT_OK);
+  free(p);
+}
+
+static at_lookup_result *ask(const char *dir, int64_t n, int64_t k) {
+  static at_lookup_result r;
+  at_lookup_req q = {"gemm_a8w8_blockscale", "SYN", {"sm90", NULL}, n, k, NULL, dir, count_warning};
+  CHECK_EQ_INT(at_lookup(&q, &r), AT_OK);
+  return &r;
+}
+
+static void lookup_order(void) {
+  char *dir = at_path_join(TMP, "configs");
+  CHECK_EQ_INT(at_mkdirs(dir), AT_OK);
+  /* The default file: 64-row tiles at M <= 16, 32-row ones above. */
+  at_config_set def;
+  memset(&def, 0, sizeof def);
+  snprintf(def.op, sizeof def.op, "gemm_a8w8_blockscale");
+  snprintf(def.tag, sizeof def.tag, "SYN");
+  snprintf(def.device, sizeof def.device, "sm90");
+  def.bucket[AT_BUCKET_ANY] = mma_config(32, 64);
+  def.nmleq = 2;
+  def.mleq_m[0] = 16, def.mleq[0] = mma_config(64, 64);
+  def.mleq_m[1] = 4096, def.mleq[1] = mma_config(32, 64);
+  char *text = at_config_set_to_json(&def);
+  write_text(dir, "sm90-GEMM-SYN.json", text);
+  free(text);
+  at_time_model tm = two_configs();
+  text = at_tm_to_json(&tm);
+  write_text(dir, "sm90-GEMM-SYN-model.json", text);
+  g_warnings = 0;
+  at_lookup_result *r = ask(dir, 1024, 1024);
+  int e;
+  CHECK_EQ_INT(r->source, AT_SRC_MODEL_FILE);
+  CHECK_CONTAINS(r->path, "sm90-GEMM-SYN-model.json (M > 2048: ");
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 16, &e)), 16);    /* the model's */
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 2048, &e)), 128); /* the model's */
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 4096, &e)), 32);  /* the default file's */
+  CHECK_EQ_INT(g_warnings, 0); /* the model file is not read as a default file */
+  /* An (N, K) with its own file: the file. */
+  at_config_set own = def;
+  own.n = 1024, own.k = 1024;
+  own.mleq[0] = mma_config(128, 64);
+  char *own_text = at_config_set_to_json(&own);
+  write_text(dir, "sm90-GEMM-SYN-N=1024-K=1024.json", own_text);
+  free(own_text);
+  r = ask(dir, 1024, 1024);
+  CHECK_EQ_INT(r->source, AT_SRC_NK_FILE);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 16, &e)), 128);
+  /* Another (N, K): the model again, not the neighbour's file. */
+  r = ask(dir, 2048, 1024);
+  CHECK_EQ_INT(r->source, AT_SRC_MODEL_FILE);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 16, &e)), 16);
+  /* A corrupt model: a warning naming it, then the default file with the nearest file below 128. */
+  write_text(dir, "sm90-GEMM-SYN-model.json", "{\"format\": \"autotune-model/1\"");
+  g_warnings = 0;
+  r = ask(dir, 2048, 1024);
+  CHECK_EQ_INT(r->source, AT_SRC_DEFAULT_FILE);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 16, &e)), 128); /* the nearest file's M_LEQ_16 */
+  CHECK_EQ_INT(g_warnings, 1);
+  CHECK_CONTAINS(g_last_warning, "sm90-GEMM-SYN-model.json");
+  /* The model alone, without a default file: its answer at every M. */
+  char *p = at_path_join(dir, "sm90-GEMM-SYN.json");
+  remove(p);
+  free(p);
+  write_text(dir, "sm90-GEMM-SYN-model.json", text);
+  r = ask(dir, 2048, 1024);
+  CHECK_EQ_INT(r->source, AT_SRC_MODEL_FILE);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 4096, &e)), 128);
+  free(text);
+  at_tm_free(&tm);
+  free(dir);
+}
+
+/* A DB of a menu run: two configs timed by the model of two_configs() on 40 shapes, a third on
+ * half of them only. */
+static void fit_from_db(void) {
+  char *db = at_path_join(TMP, "menu.db"), *out = at_path_join(TMP, "models"), *log = at_path_join(TMP, "model.txt");
+  at_store *s;
+  CHECK_EQ_INT(at_store_open(db, &s), AT_OK);
+  at_device_row d = {"NVIDIA H100 80GB HBM3", "sm_90a", "GPU-x", "13.0", 90, 132, 50 << 20, 232448, 80LL << 30};
+  int64_t dev, variant, cand[3];
+  CHECK_EQ_INT(at_store_device(s, &d, &dev), AT_OK);
+  CHECK_EQ_INT(at_store_variant(s, "gemm_a8w8_blockscale", "mma", "mma", "/x/gemm_a8w8_blockscale_mma.cuh", ENTRY, "h", 0,
+                                &variant),
+               AT_OK);
+  at_time_model tm = two_configs();
+  at_config third = mma_config(64, 128);
+  for (int c = 0; c < 3; c++) {
+    char key[32];
+    snprintf(key, sizeof key, "key-%d", c);
+    char *params = at_config_params_json(c < 2 ? &tm.configs[c] : &third);
+    at_cand_row row = {.compile_key = key, .variant_id = variant, .params = params, .name_expr = "x", .arch = "sm_90a", .ok = 1};
+    CHECK_EQ_INT(at_store_put_candidate(s, &row, &cand[c]), AT_OK);
+    free(params);
+  }
+  int shape = 0;
+  for (size_t a = 0; a < sizeof NKS / sizeof NKS[0]; a++)
+    for (size_t b = 0; b < sizeof MS / sizeof MS[0]; b++, shape++) {
+      int64_t p;
+      CHECK_EQ_INT(at_store_problem(s, "gemm_a8w8_blockscale", "SYN", MS[b], NKS[a][0], NKS[a][1], &p), AT_OK);
+      for (int c = 0; c < 3; c++) {
+        if (c == 2 && shape % 2) continue;
+        double t = c < 2 ? model_time(&tm.configs[c], tm.coef[c], MS[b], NKS[a][0], NKS[a][1]) : 1000.0;
+        at_result_row r = {.candidate_id = cand[c], .problem_id = p, .device_id = dev, .status = "ok", .time_us = t,
+                           .samples = 10, .max_abs_err = 0.001};
+        CHECK_EQ_INT(at_store_put_result(s, &r), AT_OK);
+      }
+    }
+  at_store_close(s);
+  CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--out", out, (const char *)NULL), 0);
+  char *p = at_path_join(out, "sm90-GEMM-SYN-model.json");
+  at_json *j = NULL;
+  at_time_model got;
+  CHECK_EQ_INT(at_json_load(p, &j), AT_OK);
+  CHECK_EQ_INT(at_tm_from_json(p, j, &got), AT_OK);
+  CHECK_EQ_INT(got.nconfigs, 2); /* the third, on 50% of the shapes, is left out */
+  CHECK_EQ_INT(got.fit_shapes, 40);
+  for (int i = 0; i < got.nconfigs; i++) {
+    int c = block_m_of(&got.configs[i]) == 16 ? 0 : 1;
+    for (int k = 0; k < AT_TM_NF; k++) CHECK(fabs(got.coef[i][k] - tm.coef[c][k]) <= 1e-4 * (1 + fabs(tm.coef[c][k])));
+    CHECK_EQ_INT(got.shapes[i], 40);
+  }
+  at_tm_free(&got);
+  at_json_free(j);
+  char *text = NULL;
+  size_t len = 0;
+  CHECK_EQ_INT(at_read_file(log, 1 << 20, &text, &len), AT_OK);
+  CHECK_CONTAINS(text, "2 configs from 80 results on 40 shapes (1 measured on fewer than 90% left out)");
+  CHECK_CONTAINS(text, "costs 1.000x the best time measured");
+  free(text);
+  /* With --min-share 50 the third enters too. */
+  CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--out", out, "--min-share", "50", (const char *)NULL), 0);
+  CHECK_EQ_INT(at_json_load(p, &j), AT_OK);
+  CHECK_EQ_INT(at_tm_from_json(p, j, &got), AT_OK);
+  CHECK_EQ_INT(got.nconfigs, 3);
+  at_tm_free(&got);
+  at_json_free(j);
+  /* Bad arguments: exit 2. */
+  char *missing = at_path_join(TMP, "missing.db");
+  CHECK_EQ_INT(run_cli(log, "model", "--db", missing, (const char *)NULL), 2);
+  CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--min-share", "0", (const char *)NULL), 2);
+  CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--min-share", "101", (const char *)NULL), 2);
+  CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--device-name", "chip", (const char *)NULL), 2);
+  CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--tag", "NONE", "--out", out, (const char *)NULL), 2);
+  at_tm_free(&tm);
+  free(missing), free(p), free(db), free(out), free(log);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_timemodel AUTOTUNE_EXE\n");
+    return 2;
+  }
+  EXE = argv[1];
+  TMP = scratch_dir("timemodel");
+  fit_recovers();
+  answer_picks();
+  json_roundtrip();
+  lookup_order();
+  fit_from_db();
+  return check_summary();
+}
