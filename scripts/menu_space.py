@@ -21,6 +21,8 @@ def main():
     groups = collections.defaultdict(set)
     entry = template = None
     for f in sorted(glob.glob(os.path.join(d, "*.json"))):
+        if f.endswith("-model.json"):  # the time model fitted from a menu run, not a menu
+            continue
         j = json.load(open(f))
         for e in list(j["buckets"].values()) + list(j.get("per_M", {}).values()):
             if e["family"] != "sm90":

@@ -83,24 +83,7 @@ int cmd_export(int argc, char **argv) {
   size_t ndev = 0;
   int64_t written = 0;
   if (rc == AT_OK) rc = at_store_devices(db, &devs, &ndev);
-  /* Two devices of one name would write the same files: refuse rather than overwrite. */
-  for (size_t d = 0; d < ndev && rc == AT_OK; d++)
-    for (size_t e = d + 1; e < ndev && rc == AT_OK; e++) {
-      char a[128], b[128];
-      at_device_file_name(&devs[d], product, a, sizeof a);
-      at_device_file_name(&devs[e], product, b, sizeof b);
-      if (strcmp(a, b) == 0)
-        rc = at_fail(AT_ERR_INPUT, "export: %s and %s would both be exported as %s; use --device-name product",
-                     devs[d].name, devs[e].name, a);
-    }
-  /* Every (op, tag) checked before anything is written. */
-  for (size_t d = 0; d < ndev && rc == AT_OK; d++) {
-    at_tuned_nk *nks = NULL;
-    size_t nnk = 0;
-    rc = at_store_tuned_nks(db, NULL, devs[d].id, &nks, &nnk);
-    for (size_t i = 0; i < nnk && rc == AT_OK; i++) rc = at_select_check_names(db, nks[i].op, nks[i].tag);
-    free(nks);
-  }
+  if (rc == AT_OK) rc = at_select_check_output(db, devs, ndev, product, "export");
   for (size_t d = 0; d < ndev && rc == AT_OK; d++) {
     char device[128];
     at_device_file_name(&devs[d], product, device, sizeof device);

@@ -77,6 +77,7 @@ int cmd_model(int argc, char **argv) {
   at_device_entry *devs = NULL;
   size_t ndev = 0;
   if (rc == AT_OK) rc = at_store_devices(db, &devs, &ndev);
+  if (rc == AT_OK) rc = at_select_check_output(db, devs, ndev, product, "model");
   for (size_t d = 0; d < ndev && rc == AT_OK; d++) {
     char device[128];
     at_device_file_name(&devs[d], product, device, sizeof device);
@@ -88,14 +89,14 @@ int cmd_model(int argc, char **argv) {
       if ((tag && strcmp(tag, nks[i].tag) != 0) ||
           (i > 0 && strcmp(nks[i - 1].tag, nks[i].tag) == 0 && strcmp(nks[i - 1].op, nks[i].op) == 0))
         continue;
-      rc = at_select_check_names(db, nks[i].op, nks[i].tag);
       at_time_model tm;
       at_tm_fit_stats st;
-      if (rc == AT_OK) rc = at_tm_fit_db(db, &devs[d], nks[i].op, nks[i].tag, (int)share, &tm, &st);
+      rc = at_tm_fit_db(db, &devs[d], nks[i].op, nks[i].tag, (int)share, &tm, &st);
       if (rc != AT_OK) break;
       rc = write_model(&tm, out, device);
       fprintf(stderr,
-              "%s %s/%s: %d configs from %d results on %d shapes (%d measured on fewer than %lld%% left out); "
+              "%s %s/%s: %d configs from %d results on %d shapes (%d measured on fewer than %lld%% of them, or "
+              "without BLOCK_M and BLOCK_N, left out); "
               "picking by the model costs %.3fx the best time measured (geomean), worst %.2fx at %lld x %lld x %lld\n",
               device, nks[i].op, nks[i].tag, tm.nconfigs, st.results, st.shapes, st.dropped, (long long)share, st.regret,
               st.worst_regret, (long long)st.worst_m, (long long)st.worst_n, (long long)st.worst_k);

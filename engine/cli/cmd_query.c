@@ -18,7 +18,9 @@
 static const char *USAGE =
     "usage: autotune query --op OP -M m -N n -K k [--device D] [--tag TAG] [--db PATH] [--configs DIR]\n\n"
     "Prints, as JSON, the config chosen for the problem and the source that answered: the DB's\n"
-    "results for the exact (N, K), the (N, K) file, the default file, or the built-in default.\n"
+    "results for the exact (N, K), the (N, K) file, the time model with the default file (an (N, K)\n"
+    "nobody tuned; predicted for this machine's SM count, the model's own with --device), or the\n"
+    "built-in default.\n"
     "\"bucket\" names the entry that answered: M_LEQ_<m>, the smallest tuned M at or above -M (any\n"
     "above the largest), or the seed's bucket of -M where the source has no per-M entries.\n\n"
     "  --device D     sm90, or a product name like NVIDIA_H100_80GB_HBM3 (default: this machine's\n"
@@ -146,6 +148,7 @@ int cmd_query(int argc, char **argv) {
   }
 
   char names[2][128] = {"", ""};
+  int sm_count = 0; /* the probed GPU's, for the time model; a named device: the model's own */
   if (device) {
     snprintf(names[0], sizeof names[0], "%s", device);
   } else {
@@ -154,6 +157,7 @@ int cmd_query(int argc, char **argv) {
     char why[256];
     AT_TRY(at_probe_devices(&devs, &ndev, why, sizeof why));
     if (ndev) {
+      sm_count = devs[0].sm_count;
       at_device_export_name(&devs[0], 1, names[0], sizeof names[0]);
       at_device_export_name(&devs[0], 0, names[1], sizeof names[1]);
     } else {
@@ -170,7 +174,7 @@ int cmd_query(int argc, char **argv) {
   if (db_path && at_store_open_readonly(db_path, &db) != AT_OK)
     fprintf(stderr, "autotune: warning: DB %s unusable (%s); trying the next source\n", db_path, at_errmsg());
   if (device) warn_unknown_device(device, db, configs);
-  at_lookup_req q = {op, tag, {names[0], names[1][0] ? names[1] : NULL}, n, k, db, configs, NULL};
+  at_lookup_req q = {op, tag, {names[0], names[1][0] ? names[1] : NULL}, n, k, db, configs, NULL, sm_count};
   at_lookup_result r;
   int rc = at_lookup(&q, &r);
   at_store_close(db);

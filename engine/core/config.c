@@ -260,22 +260,11 @@ char *at_config_set_to_json(const at_config_set *cs) {
   return at_buf_steal(&b);
 }
 
-static int copy_str(const char *name, const at_json *o, const char *key, char *out, size_t n, int required) {
-  const char *v = at_json_str(o, key);
-  if (!v) {
-    if (!required) return AT_OK;
-    return at_fail(AT_ERR_INPUT, "%s: \"%s\" is missing or not a string", name, key);
-  }
-  if (strlen(v) >= n) return at_fail(AT_ERR_INPUT, "%s: \"%s\" is too long", name, key);
-  snprintf(out, n, "%s", v);
-  return AT_OK;
-}
-
 int at_config_from_json(const char *where, const at_json *c, at_config *cfg) {
-  AT_TRY(copy_str(where, c, "variant", cfg->variant, sizeof cfg->variant, 1));
-  AT_TRY(copy_str(where, c, "family", cfg->family, sizeof cfg->family, 1));
-  AT_TRY(copy_str(where, c, "template", cfg->template_name, sizeof cfg->template_name, 1));
-  AT_TRY(copy_str(where, c, "entry", cfg->entry, sizeof cfg->entry, 1));
+  AT_TRY(at_json_copy_str(where, c, "variant", cfg->variant, sizeof cfg->variant, 1));
+  AT_TRY(at_json_copy_str(where, c, "family", cfg->family, sizeof cfg->family, 1));
+  AT_TRY(at_json_copy_str(where, c, "template", cfg->template_name, sizeof cfg->template_name, 1));
+  AT_TRY(at_json_copy_str(where, c, "entry", cfg->entry, sizeof cfg->entry, 1));
   if (strchr(cfg->template_name, '/')) return at_fail(AT_ERR_INPUT, "%s: template must be a file name", where);
   const at_json *params = at_json_get(c, "params");
   if (!params || params->kind != AT_J_OBJECT || params->n > AT_MAX_PARAMS)
@@ -373,11 +362,11 @@ int at_config_set_from_json(const char *name, const at_json *j, at_config_set *o
   const char *format = at_json_str(j, "format");
   if (!format || strcmp(format, "autotune-configs/1") != 0)
     return at_fail(AT_ERR_INPUT, "%s: \"format\" is not \"autotune-configs/1\"", name);
-  AT_TRY(copy_str(name, j, "op", out->op, sizeof out->op, 1));
-  AT_TRY(copy_str(name, j, "tag", out->tag, sizeof out->tag, 1));
-  AT_TRY(copy_str(name, j, "device", out->device, sizeof out->device, 1));
-  AT_TRY(copy_str(name, j, "device_name", out->device_name, sizeof out->device_name, 0));
-  AT_TRY(copy_str(name, j, "arch", out->arch, sizeof out->arch, 0));
+  AT_TRY(at_json_copy_str(name, j, "op", out->op, sizeof out->op, 1));
+  AT_TRY(at_json_copy_str(name, j, "tag", out->tag, sizeof out->tag, 1));
+  AT_TRY(at_json_copy_str(name, j, "device", out->device, sizeof out->device, 1));
+  AT_TRY(at_json_copy_str(name, j, "device_name", out->device_name, sizeof out->device_name, 0));
+  AT_TRY(at_json_copy_str(name, j, "arch", out->arch, sizeof out->arch, 0));
   at_json_int(j, "N", &out->n);
   at_json_int(j, "K", &out->k);
   int64_t sets = 0;

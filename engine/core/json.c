@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "util.h"
 
 typedef struct jp {
@@ -290,4 +291,15 @@ void at_json_write(at_buf *b, const at_json *v) {
     at_buf_puts(b, v->kind == AT_J_ARRAY ? "]" : "}");
     break;
   }
+}
+
+int at_json_copy_str(const char *name, const at_json *o, const char *key, char *out, size_t n, int required) {
+  const char *v = at_json_str(o, key);
+  if (!v) {
+    if (!required) return AT_OK;
+    return at_fail(AT_ERR_INPUT, "%s: \"%s\" is missing or not a string", name, key);
+  }
+  if (strlen(v) >= n) return at_fail(AT_ERR_INPUT, "%s: \"%s\" is too long", name, key);
+  snprintf(out, n, "%s", v);
+  return AT_OK;
 }

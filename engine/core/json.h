@@ -28,6 +28,9 @@ void at_json_free(at_json *j);
 const at_json *at_json_get(const at_json *obj, const char *key); /* NULL when absent or not an object */
 const char *at_json_str(const at_json *obj, const char *key);     /* NULL unless a string */
 int at_json_int(const at_json *obj, const char *key, int64_t *out); /* 0 when an integer */
+/* A string member copied into out[n]: AT_ERR_INPUT naming the file (name) and key when it is too
+ * long, or missing and required (missing and not required: out unchanged, AT_OK). */
+int at_json_copy_str(const char *name, const at_json *o, const char *key, char *out, size_t n, int required);
 
 struct at_buf;
 /* Appends the value as JSON text (integers as such, other numbers with 17 digits). */

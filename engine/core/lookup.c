@@ -111,12 +111,12 @@ static int nearest_file(const at_lookup_req *q, char **names, size_t n, const ch
 }
 
 /* The default file's answer with another answer's per-M entries up to the largest of them at or
- * below max_m (M above that keep the default file's entries). */
-static void overlay(at_config_set *def, const at_config_set *near, int64_t max_m) {
+ * below max_m (M above that keep the default file's entries); 0 when it has none there. */
+static int overlay(at_config_set *def, const at_config_set *near, int64_t max_m) {
   int64_t top = 0;
   for (int i = 0; i < near->nmleq; i++)
     if (near->mleq[i].valid && near->mleq_m[i] <= max_m && near->mleq_m[i] > top) top = near->mleq_m[i];
-  if (!top) return;
+  if (!top) return 0;
   at_config_set *merged = at_xcalloc(1, sizeof *merged);
   *merged = *def;
   merged->nmleq = 0;
@@ -133,6 +133,7 @@ static void overlay(at_config_set *def, const at_config_set *near, int64_t max_m
     }
   *def = *merged;
   free(merged);
+  return 1;
 }
 
 /* The configs directory's file names, sorted; NULL (a warning) when it cannot be opened. */
@@ -163,8 +164,9 @@ static char **list_dir(const at_lookup_req *q, size_t *n) {
 #define MODEL_MAX_M 2048
 
 /* The time model <device>-GEMM-<tag>-model.json (timemodel.h): its answer for (N, K) into *set,
- * the file into path. 0 when there is none or it cannot be read (a warning). */
-static int from_model(const at_lookup_req *q, char **names, size_t n, at_config_set *set, char *path, size_t path_len) {
+ * the file into path, its tag into tag. 0 when there is none or it cannot be read (a warning). */
+static int from_model(const at_lookup_req *q, char **names, size_t n, at_config_set *set, char *path, size_t path_len,
+                      char *tag, size_t tag_len) {
   int found = 0;
   for (int d = 0; d < 2 && q->device_names[d] && !found; d++) {
     char prefix[200];
@@ -177,10 +179,16 @@ static int from_model(const at_lookup_req *q, char **names, size_t n, at_config_
       if (at_json_load(p, &j) || at_tm_from_json(p, j, &tm)) {
         warn(q, "skipping %s: %s", p, at_errmsg());
       } else {
-        if (strcmp(tm.op, q->op) == 0) {
+        /* The tag its name says: the default file that completes it is looked up by that tag. */
+        const char *named = names[i] + strlen(prefix);
+        size_t tl = strlen(tm.tag);
+        if (strncmp(named, tm.tag, tl) != 0 || strcmp(named + tl, "-model.json") != 0)
+          warn(q, "skipping %s: its tag \"%s\" is not the one its name says", p, tm.tag);
+        else if (strcmp(tm.op, q->op) == 0) {
           at_tm_answer(&tm, q->n, q->k, q->sm_count, set);
           found = set->nmleq > 0;
           snprintf(path, path_len, "%s", p);
+          snprintf(tag, tag_len, "%s", tm.tag);
         }
         at_tm_free(&tm);
       }
@@ -216,10 +224,9 @@ static int from_files(const at_lookup_req *q, char **names, size_t n, at_lookup_
         found = 1;
         out->source = default_file ? AT_SRC_DEFAULT_FILE : AT_SRC_NK_FILE;
         snprintf(out->path, sizeof out->path, "%s", path);
-        at_config_set *near = default_file && !model ? at_xcalloc(1, sizeof *near) : NULL;
+        at_config_set *near = default_file ? at_xcalloc(1, sizeof *near) : NULL;
         char near_path[1024];
-        if (default_file && model) {
-          overlay(&out->set, model, MODEL_MAX_M);
+        if (default_file && model && overlay(&out->set, model, MODEL_MAX_M)) {
           out->source = AT_SRC_MODEL_FILE;
           snprintf(out->path, sizeof out->path, "%.480s (M > %d: %.500s)", model_path, MODEL_MAX_M, path);
         } else if (near && nearest_file(q, names, n, prefix, near, near_path, sizeof near_path)) {
@@ -301,9 +308,11 @@ int at_lookup(const at_lookup_req *q, at_lookup_result *out) {
       /* An (N, K) nobody tuned: the time model up to MODEL_MAX_M and the default file above; either
        * alone when the other is missing; without a model the nearest file up to NEAREST_MAX_M. */
       at_config_set *model = at_xcalloc(1, sizeof *model);
-      char model_path[1024];
-      int have_model = from_model(q, names, n, model, model_path, sizeof model_path);
-      found = from_files(q, names, n, out, 1, have_model ? model : NULL, model_path);
+      char model_path[1024], model_tag[64];
+      int have_model = from_model(q, names, n, model, model_path, sizeof model_path, model_tag, sizeof model_tag);
+      at_lookup_req same_tag = *q; /* the default file of the model's tag, not of another */
+      if (have_model) same_tag.tag = model_tag;
+      found = from_files(&same_tag, names, n, out, 1, have_model ? model : NULL, model_path);
       if (!found && have_model) {
         out->set = *model;
         out->source = AT_SRC_MODEL_FILE;

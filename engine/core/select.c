@@ -423,3 +423,25 @@ int at_select_default(at_store *db, const at_device_entry *dev, const char *op, 
   free(nks);
   return rc;
 }
+
+int at_select_check_output(at_store *db, const at_device_entry *devs, size_t ndev, int product, const char *cmd) {
+  /* Two devices of one name would write the same files: refuse rather than overwrite. */
+  for (size_t d = 0; d < ndev; d++)
+    for (size_t e = d + 1; e < ndev; e++) {
+      char a[128], b[128];
+      at_device_file_name(&devs[d], product, a, sizeof a);
+      at_device_file_name(&devs[e], product, b, sizeof b);
+      if (strcmp(a, b) == 0)
+        return at_fail(AT_ERR_INPUT, "%s: %s and %s would both be exported as %s; use --device-name product", cmd,
+                       devs[d].name, devs[e].name, a);
+    }
+  int rc = AT_OK;
+  for (size_t d = 0; d < ndev && rc == AT_OK; d++) {
+    at_tuned_nk *nks = NULL;
+    size_t nnk = 0;
+    rc = at_store_tuned_nks(db, NULL, devs[d].id, &nks, &nnk);
+    for (size_t i = 0; i < nnk && rc == AT_OK; i++) rc = at_select_check_names(db, nks[i].op, nks[i].tag);
+    free(nks);
+  }
+  return rc;
+}

@@ -36,4 +36,9 @@ int at_select_check_names(at_store *db, const char *op, const char *tag);
  * underscores. */
 void at_device_file_name(const at_device_entry *dev, int product, char *out, size_t n);
 
+/* Before a command (cmd, for messages) writes files named after a DB's devices and tags: no two
+ * devices that would get the same file name, and every (op, tag) a name may be made of
+ * (at_select_check_names). AT_ERR_INPUT or a corrupt DB's error otherwise. */
+int at_select_check_output(at_store *db, const at_device_entry *devs, size_t ndev, int product, const char *cmd);
+
 #endif

@@ -15,19 +15,15 @@ static const int64_t GRID[] = {1,   2,   4,    8,    16,   24,   32,   48,   64,
 enum { NGRID = sizeof GRID / sizeof GRID[0] };
 _Static_assert((int)NGRID <= (int)AT_MAX_MLEQ, "the grid must fit the per-M entries of a config set");
 
-static int64_t param(const at_config *c, const char *name, int64_t dflt) {
-  for (int i = 0; i < c->nparams; i++)
-    if (strcmp(c->names[i], name) == 0) return c->values[i];
-  return dflt;
-}
-
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int at_tm_features(const at_config *c, int64_t m, int64_t n, int64_t k, int sm_count, double f[AT_TM_NF]) {
-  int64_t bm = param(c, "BLOCK_M", 0), bn = param(c, "BLOCK_N", 0);
+  const char *names[AT_MAX_PARAMS];
+  const at_params p = at_config_params(c, names);
+  int64_t bm = at_params_get(&p, "BLOCK_M", 0), bn = at_params_get(&p, "BLOCK_N", 0);
   if (bm < 1 || bn < 1 || sm_count < 1) return -1;
-  int64_t sk = param(c, "SPLIT_K", 1), ck = param(c, "CLUSTER_K", 1);
-  int64_t cs = param(c, "CLUSTER_M", 1) * param(c, "CLUSTER_N", 1) * ck;
+  int64_t sk = at_params_get(&p, "SPLIT_K", 1), ck = at_params_get(&p, "CLUSTER_K", 1);
+  int64_t cs = at_params_get(&p, "CLUSTER_M", 1) * at_params_get(&p, "CLUSTER_N", 1) * ck;
   if (sk < 1 || ck < 1 || cs < 1) return -1;
   int64_t slots = (sm_count / cs) * cs;
   if (slots < 1) slots = cs;
@@ -171,13 +167,6 @@ char *at_tm_to_json(const at_time_model *tm) {
   return at_buf_steal(&b);
 }
 
-static int copy_str(const char *name, const at_json *o, const char *key, char *out, size_t n) {
-  const char *v = at_json_str(o, key);
-  if (!v || strlen(v) >= n) return at_fail(AT_ERR_INPUT, "%s: \"%s\" is missing, not a string or too long", name, key);
-  snprintf(out, n, "%s", v);
-  return AT_OK;
-}
-
 void at_tm_free(at_time_model *tm) {
   free(tm->configs);
   free(tm->coef);
@@ -228,12 +217,11 @@ int at_tm_from_json(const char *name, const at_json *j, at_time_model *out) {
   const char *format = at_json_str(j, "format");
   if (!format || strcmp(format, "autotune-model/1") != 0)
     return at_fail(AT_ERR_INPUT, "%s: \"format\" is not \"autotune-model/1\"", name);
-  AT_TRY(copy_str(name, j, "op", out->op, sizeof out->op));
-  AT_TRY(copy_str(name, j, "tag", out->tag, sizeof out->tag));
-  AT_TRY(copy_str(name, j, "device", out->device, sizeof out->device));
-  const char *dn = at_json_str(j, "device_name"), *arch = at_json_str(j, "arch");
-  snprintf(out->device_name, sizeof out->device_name, "%s", dn ? dn : "");
-  snprintf(out->arch, sizeof out->arch, "%s", arch ? arch : "");
+  AT_TRY(at_json_copy_str(name, j, "op", out->op, sizeof out->op, 1));
+  AT_TRY(at_json_copy_str(name, j, "tag", out->tag, sizeof out->tag, 1));
+  AT_TRY(at_json_copy_str(name, j, "device", out->device, sizeof out->device, 1));
+  AT_TRY(at_json_copy_str(name, j, "device_name", out->device_name, sizeof out->device_name, 0));
+  AT_TRY(at_json_copy_str(name, j, "arch", out->arch, sizeof out->arch, 0));
   int64_t v = 0;
   if (at_json_int(j, "sm_count", &v) || v < 1 || v > 100000)
     return at_fail(AT_ERR_INPUT, "%s: \"sm_count\" must be an integer from 1", name);

@@ -12,7 +12,7 @@
 #include "timemodel.h"
 
 typedef struct at_tm_fit_stats {
-  int shapes, results, dropped; /* dropped: configs measured on too few shapes */
+  int shapes, results, dropped; /* dropped: configs measured on too few shapes, or without tiles */
   double regret;                /* geomean over the shapes of picked config's time / best time measured */
   double worst_regret;
   int64_t worst_m, worst_n, worst_k;

@@ -225,10 +225,11 @@ static int look_up(at_runtime *rt, const char *op_name, const char names[2][128]
   return 1;
 }
 
-static rt_entry *new_entry(at_runtime *rt, int op, const void *dev, const char names[2][128], int64_t n, int64_t k,
-                           const at_lookup_result *lookup) {
+static rt_entry *new_entry(at_runtime *rt, int op, const void *dev, const char names[2][128], int sm_count, int64_t n,
+                           int64_t k, const at_lookup_result *lookup) {
   rt_entry *e = at_xcalloc(1, sizeof *e);
   e->op = op;
+  e->sm_count = sm_count;
   e->dev = dev;
   e->n = n;
   e->k = k;
@@ -267,7 +268,7 @@ static rt_entry *make_entry(at_runtime *rt, int op, const void *dev, int is_ctx,
   g_warn_rt = rt;
   int ok = look_up(rt, op_name_of(op), names, sm_count, n, k, r);
   g_warn_rt = NULL;
-  if (ok) e = new_entry(rt, op, dev, names, n, k, r), e->sm_count = sm_count;
+  if (ok) e = new_entry(rt, op, dev, names, sm_count, n, k, r);
   free(r);
   if (!ok) return NULL;
   rt_table *t = new_table(cur->count + 1);
@@ -323,11 +324,8 @@ static void reload(at_runtime *rt) {
     rt_entry *e = cur->slots[i];
     if (!e) continue;
     if (look_up(rt, op_name_of(e->op), (const char(*)[128])e->names, e->sm_count, e->n, e->k, r) &&
-        !same_answer(r, &e->lookup)) {
-      int sm_count = e->sm_count;
-      e = new_entry(rt, e->op, e->dev, (const char(*)[128])e->names, e->n, e->k, r);
-      e->sm_count = sm_count;
-    }
+        !same_answer(r, &e->lookup))
+      e = new_entry(rt, e->op, e->dev, (const char(*)[128])e->names, e->sm_count, e->n, e->k, r);
     put(t, e);
   }
   free(r);
