@@ -26,7 +26,9 @@
 #include "gpuctx.h"
 #include "peak.h"
 
-enum { SHAPE_CACHE_MAX = 64 };
+/* Decode-sized shapes take a few MB each: a job over a few hundred shapes keeps all of those, and
+ * the rule of half the memory free bounds the large ones. */
+enum { SHAPE_CACHE_MAX = 256 };
 
 typedef struct shape_entry {
   int used;
