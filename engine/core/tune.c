@@ -225,11 +225,7 @@ static void take_batch(shared *sh, size_t si, unit *u) {
 /* Under the mutex: the thread's next piece of work, waiting for the feed when none is ready.
  * A shape whose candidates are all dealt with is finished first (it is the worker's current
  * shape, and its winner is then safe in the DB); otherwise the shape furthest behind takes its
- * next batch, so that each batch goes across every shape before the next one starts. The walk
- * turns at each end: even batches go through the shapes in order, odd ones backwards, so that
- * a batch starts on the shapes the worker kept last (an LRU cache walked in one direction over
- * more shapes than it holds never hits: on the H100, 264 shapes made 6,846 setups, 34% of the
- * run, docs/perf.md). */
+ * next batch, so that each batch goes across every shape before the next one starts. */
 static int next_unit(gpu_thread *g, unit *u) {
   shared *sh = g->sh;
   const size_t ns = sh->job->space->nshapes;
@@ -245,9 +241,7 @@ static int next_unit(gpu_thread *g, unit *u) {
         u->shape = si;
         return UNIT_FINISH;
       }
-      if (ss->cursor < sh->nready &&
-          (behind < 0 || ss->batch < sh->shapes[behind].batch || (ss->batch == sh->shapes[behind].batch && ss->batch % 2)))
-        behind = (long)si;
+      if (ss->cursor < sh->nready && (behind < 0 || ss->batch < sh->shapes[behind].batch)) behind = (long)si;
     }
     if (behind >= 0) {
       take_batch(sh, (size_t)behind, u);
