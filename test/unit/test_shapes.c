@@ -108,7 +108,8 @@ static void committed(void) {
   CHECK_EQ_INT(at_shapes_load(llm, OP, &l), AT_OK);
   CHECK(l.n >= 100);
   for (size_t i = 0; i < l.n; i++) CHECK(l.names[i] && at_shape_name_ok(l.names[i]));
-  CHECK_EQ_INT(at_shapes_select(&l, "llama3-8b,llama3-70b-tp8,deepseek-v3-tp8,llama3.1-405b-tp8,qwen3-32b-tp2,qwen2.5-7b", llm), AT_OK);
+  CHECK_EQ_INT(at_shapes_select(&l, "llama3-8b,llama3-70b-tp8,deepseek-v3-tp8,llama3.1-405b-tp8,qwen3-32b-tp2,qwen2.5-7b,phi3-medium,"
+                                   "gemma2-27b-tp2", llm), AT_OK);
   size_t all = l.n;
   at_shape_list_free(&l);
   const char *const PICKS[] = {"*/decode", "*/prefill", "deepseek-v3-tp8/decode/q_kv_a", "llama3-8b/prefill/gate_up"};
