@@ -61,14 +61,7 @@ int cmd_export(int argc, char **argv) {
     case 'd': db_path = optarg; break;
     case 'o': out = optarg; break;
     case 't': tag = optarg; break;
-    case 'n':
-      if (strcmp(optarg, "arch") == 0)
-        product = 0;
-      else if (strcmp(optarg, "product") == 0)
-        product = 1;
-      else
-        return at_fail(AT_ERR_INPUT, "export: --device-name must be arch or product, not '%s'", optarg);
-      break;
+    case 'n': AT_TRY(at_device_name_kind(optarg, "export", &product)); break;
     case 'h': fputs(USAGE, stdout); return AT_OK;
     case ':': return at_fail(AT_ERR_INPUT, "export: option %s needs a value (see --help)", argv[optind - 1]);
     default: return at_fail(AT_ERR_INPUT, "export: unknown option '%s' (see --help)", argv[optind - 1]);

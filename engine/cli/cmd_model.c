@@ -59,11 +59,7 @@ int cmd_model(int argc, char **argv) {
       if (at_parse_i64(optarg, &share) || share < 1 || share > 100)
         return at_fail(AT_ERR_INPUT, "model: --min-share must be a percentage from 1 to 100, not '%s'", optarg);
       break;
-    case 'n':
-      if (strcmp(optarg, "arch") != 0 && strcmp(optarg, "product") != 0)
-        return at_fail(AT_ERR_INPUT, "model: --device-name must be arch or product, not '%s'", optarg);
-      product = strcmp(optarg, "product") == 0;
-      break;
+    case 'n': AT_TRY(at_device_name_kind(optarg, "model", &product)); break;
     case 'h': fputs(USAGE, stdout); return AT_OK;
     case ':': return at_fail(AT_ERR_INPUT, "model: option %s needs a value (see --help)", argv[optind - 1]);
     default: return at_fail(AT_ERR_INPUT, "model: unknown option '%s' (see --help)", argv[optind - 1]);

@@ -445,3 +445,10 @@ int at_select_check_output(at_store *db, const at_device_entry *devs, size_t nde
   }
   return rc;
 }
+
+int at_device_name_kind(const char *arg, const char *cmd, int *product) {
+  if (strcmp(arg, "arch") != 0 && strcmp(arg, "product") != 0)
+    return at_fail(AT_ERR_INPUT, "%s: --device-name must be arch or product, not '%s'", cmd, arg);
+  *product = strcmp(arg, "product") == 0;
+  return AT_OK;
+}

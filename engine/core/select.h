@@ -36,6 +36,9 @@ int at_select_check_names(at_store *db, const char *op, const char *tag);
  * underscores. */
 void at_device_file_name(const at_device_entry *dev, int product, char *out, size_t n);
 
+/* A --device-name argument of a command (cmd, for messages): arch (*product 0) or product (1). */
+int at_device_name_kind(const char *arg, const char *cmd, int *product);
+
 /* Before a command (cmd, for messages) writes files named after a DB's devices and tags: no two
  * devices that would get the same file name, and every (op, tag) a name may be made of
  * (at_select_check_names). AT_ERR_INPUT or a corrupt DB's error otherwise. */
