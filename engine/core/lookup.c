@@ -14,6 +14,14 @@
 
 const char *const AT_SOURCE_NAMES[5] = {"db", "nk_file", "model_file", "default_file", "builtin"};
 
+int at_source_untuned(at_source s) { return s == AT_SRC_MODEL_FILE || s == AT_SRC_DEFAULT_FILE; }
+
+int at_source_name_untuned(const char *name) {
+  for (int s = 0; s < 5; s++)
+    if (strcmp(name, AT_SOURCE_NAMES[s]) == 0) return at_source_untuned((at_source)s);
+  return 0;
+}
+
 static void warn(const at_lookup_req *q, const char *fmt, ...) AT_PRINTF(2, 3);
 static void warn(const at_lookup_req *q, const char *fmt, ...) {
   char msg[1200];

@@ -16,6 +16,11 @@
 typedef enum { AT_SRC_DB, AT_SRC_NK_FILE, AT_SRC_MODEL_FILE, AT_SRC_DEFAULT_FILE, AT_SRC_BUILTIN } at_source;
 extern const char *const AT_SOURCE_NAMES[5];
 
+/* Was the answer a guess for an (N, K) nobody tuned (the time model or the default file)? The
+ * runtime's tail may then run a call whole as a tail config. By name: at_selection.source. */
+int at_source_untuned(at_source s);
+int at_source_name_untuned(const char *name);
+
 typedef void (*at_warn_fn)(const char *msg);
 
 typedef struct at_lookup_req {

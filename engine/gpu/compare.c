@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../core/config.h"
+#include "../core/lookup.h"
 #include "../core/proto.h"
 #include "../core/util.h"
 #include "../ops/gemm_a8w8_blockscale_tail.h"
@@ -175,8 +176,7 @@ static void note_tail(const cmp_worker *w, at_compare_result *r) {
   const char *names[AT_MAX_PARAMS];
   at_params p = at_config_params(&c, names);
   at_a8w8_tail t;
-  at_a8w8_tail_plan("sm90", &p, &w->shape, w->g.info.sm_count,
-                    strcmp(r->source, "default_file") == 0 || strcmp(r->source, "model_file") == 0, &t);
+  at_a8w8_tail_plan("sm90", &p, &w->shape, w->g.info.sm_count, at_source_name_untuned(r->source), &t);
   if (!t.split) return;
   size_t used = strlen(r->kernel);
   const int tm = t.tile == 0 ? 128 : 64;

@@ -724,7 +724,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   static _Thread_local at_a8w8_tail tl_tail;
   static _Thread_local rt_kernel *tl_tail_kern; /* NULL: no tail */
   static _Thread_local int tl_whole;              /* the plan allowed a whole-call tail (an untuned (N, K)'s config) */
-  const int whole = e->lookup.source == AT_SRC_DEFAULT_FILE || e->lookup.source == AT_SRC_MODEL_FILE;
+  const int whole = at_source_untuned(e->lookup.source);
   if (kern->serial != tl_kern || m != tl_m || n != tl_n || k != tl_k || whole != tl_whole) {
     const char *names[AT_MAX_PARAMS];
     at_params p = at_config_params(&kern->cfg, names);

@@ -36,6 +36,7 @@
 #include "../../engine/runtime/autotune.h"
 #include "../unit/check.h"
 #include "core/config.h"
+#include "core/lookup.h"
 #include "core/util.h"
 #include "ops/gemm_a8w8_blockscale_tail.h"
 #include "gpu/blas.h"
@@ -488,8 +489,7 @@ static void tail_plan_of(int64_t m, int64_t n, int64_t k, at_a8w8_tail *t) {
     const char *names[AT_MAX_PARAMS];
     at_params prm = at_config_params(&c, names);
     at_shape shape = {m, n, k};
-    at_a8w8_tail_plan("sm90", &prm, &shape, G.info.sm_count,
-                      strcmp(sel.source, "default_file") == 0 || strcmp(sel.source, "model_file") == 0, t);
+    at_a8w8_tail_plan("sm90", &prm, &shape, G.info.sm_count, at_source_name_untuned(sel.source), t);
   }
 }
 
