@@ -22,6 +22,7 @@
 #   group    scripts/probe_group.yaml likewise: GROUP_M 1 to 32 on the M = 4096 winner
 #   rescale2 scripts/probe_rescale2.yaml likewise: RESCALE 2 against 1, and 1 with PINGPONG, large shapes
 #   ckwide   scripts/probe_ck_wide.yaml likewise: CLUSTER_K 2 with tiles 192 and 256 wide at M = 512
+#   decode   scripts/probe_decode.yaml likewise: 64-row tiles 32 to 256 wide on the Llama decode shapes
 set -u
 B=/tmp/b
 OUT=${OUT:-/tmp/out}
@@ -130,6 +131,7 @@ for r in d.execute('''SELECT p.m, p.n, p.k, c.name_expr, r.status, round(coalesc
   group) probe_compare group scripts/probe_group.yaml ;;
   rescale2) probe_compare rescale2 scripts/probe_rescale2.yaml ;;
   ckwide) probe_compare ckwide scripts/probe_ck_wide.yaml ;;
+  decode) probe_compare decode scripts/probe_decode.yaml ;;
   tune_llama)
     timeout "${TUNE_LIMIT:-540}" $B/autotune --db /tmp/tuned.db search_spaces/llama3_8b.yaml >"$OUT/tune-llama.log" 2>&1
     echo "tune_llama exit $?" | tee -a "$OUT/session.log"

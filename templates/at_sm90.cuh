@@ -1,5 +1,5 @@
 // at_sm90.cuh: the Hopper (sm_90a) PTX the sm90 templates use, one small inline function each:
-// mbarriers, TMA loads (multicast too), clusters and their shared memory, wgmma control and
+// mbarriers, TMA loads (multicast, L2 cache policies), clusters and their shared memory, wgmma control and
 // descriptors, register reallocation, named barriers, programmatic dependent launch.
 // No CUDA headers, so NVRTC parses little more than the template itself.
 #ifndef AT_SM90_CUH
@@ -75,6 +75,29 @@ __device__ __forceinline__ void at_tma_load_2d_mc(at_u32 dst, const at_tmap *map
       " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
       "l"((at_u64)map), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
       : "memory");
+}
+
+// The same two loads with an L2 cache policy `pol` (at_l2_evict_first).
+__device__ __forceinline__ void at_tma_load_2d_pol(at_u32 dst, const at_tmap *map, int c0, int c1, at_u32 bar, at_u64 pol) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"((at_u64)map), "r"(c0), "r"(c1), "r"(bar), "l"(pol)
+      : "memory");
+}
+__device__ __forceinline__ void at_tma_load_2d_mc_pol(at_u32 dst, const at_tmap *map, int c0, int c1, at_u32 bar,
+                                                      unsigned short mask, at_u64 pol) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5, %6;\n" ::"r"(dst),
+      "l"((at_u64)map), "r"(c0), "r"(c1), "r"(bar), "h"(mask), "l"(pol)
+      : "memory");
+}
+
+// An L2 cache policy for data read once: its lines are the first evicted.
+__device__ __forceinline__ at_u64 at_l2_evict_first() {
+  at_u64 p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
 }
 
 // ---- clusters ----------------------------------------------------------------------------------
