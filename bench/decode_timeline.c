@@ -1,0 +1,178 @@
+/* decode_timeline.c: where the time of back-to-back calls goes, CTA by CTA, through the library's own
+ * launch path (PDL included). It runs the library on M x N x K over S input sets in a CUDA graph
+ * (each call its own cold set, as `autotune compare` does) with templates instrumented by
+ * scripts/timeline_template.py, reads each CTA's %globaltimer stamps back from C, and prints per
+ * call, in us from the first printed call's earliest CTA entry, the earliest and latest CTA at each
+ * point: entry, end of setup, return of griddepcontrol.wait, first stage full, last TMA issued, end of
+ * the math loop, end of the CLUSTER_K exchange, end of the stores.
+ *
+ *   python3 scripts/timeline_template.py templates /tmp/tpl_tl
+ *   AUTOTUNE_TEMPLATES=/tmp/tpl_tl build/bench/decode_timeline 16 4096 4096 configs
+ * (built by meson where the CUDA runtime is found; docs/perf.md, "Where a decode call's time goes").
+ *
+ * The outputs are wrong where the stamps are written (that is why the templates are a copy); the
+ * stamps need BLOCK_N / CLUSTER_K >= 32 and BLOCK_M a multiple of 64 (every sm90 decode config),
+ * and their 64 bytes of static shared memory push the dynamic area to the next 1 KB: a config whose
+ * shared memory is within 1 KB of the limit does not load instrumented (512 x 4096 x 4096's 128 x 128,
+ * 6 stages, failed with CUDA_ERROR_INVALID_VALUE). */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autotune.h"
+
+#define CK(x)                                                                                     \
+  do {                                                                                            \
+    cudaError_t e_ = (x);                                                                         \
+    if (e_ != cudaSuccess) {                                                                      \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));         \
+      exit(1);                                                                                    \
+    }                                                                                             \
+  } while (0)
+#define AT(x)                                                                                     \
+  do {                                                                                            \
+    if ((x) != AT_STATUS_OK) {                                                                    \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, at_runtime_last_error());        \
+      exit(1);                                                                                    \
+    }                                                                                             \
+  } while (0)
+
+enum { EVENTS = 8, MAX_CTAS = 4096 };
+static const char *EVENT_NAMES[EVENTS] = {"entry", "setup", "wait", "1st full", "last TMA", "loop", "xchg", "stored"};
+
+typedef struct {
+  void *a, *b, *c;
+  float *as, *bs;
+} set;
+
+typedef struct {
+  double t[EVENTS]; /* ns, absolute; < 0 when not stamped */
+  unsigned sm;
+} cta;
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: decode_timeline M N K [CONFIGS_DIR]\n");
+    return 2;
+  }
+  const long m = atol(argv[1]), n = atol(argv[2]), k = atol(argv[3]);
+  if (m < 1 || n < 8 || n % 8 || k < 128 || k % 128) {
+    fprintf(stderr, "decode_timeline: M >= 1, N a multiple of 8, K a multiple of 128\n");
+    return 2;
+  }
+  const long kb = k / 128, nb = (n + 127) / 128;
+  int l2 = 0;
+  CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  long sets = (4L * l2) / (n * k) + 1;
+  if (sets < 8) sets = 8;
+  if (sets > 64) sets = 64;
+
+  float *ones = malloc(sizeof(float) * (size_t)(m > nb ? m : nb) * kb);
+  for (long i = 0; i < (m > nb ? m : nb) * kb; i++) ones[i] = 1.0f / 64;
+  set *S = calloc((size_t)sets, sizeof(set));
+  for (long i = 0; i < sets; i++) {
+    CK(cudaMalloc(&S[i].a, (size_t)(m * k)));
+    CK(cudaMalloc(&S[i].b, (size_t)(n * k)));
+    CK(cudaMalloc(&S[i].c, (size_t)(m * n * 2)));
+    CK(cudaMalloc((void **)&S[i].as, sizeof(float) * (size_t)(m * kb)));
+    CK(cudaMalloc((void **)&S[i].bs, sizeof(float) * (size_t)(nb * kb)));
+    CK(cudaMemset(S[i].a, 0x38, (size_t)(m * k))); /* e4m3 1.0 */
+    CK(cudaMemset(S[i].b, 0x30, (size_t)(n * k))); /* e4m3 0.5 */
+    CK(cudaMemcpy(S[i].as, ones, sizeof(float) * (size_t)(m * kb), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(S[i].bs, ones, sizeof(float) * (size_t)(nb * kb), cudaMemcpyHostToDevice));
+  }
+
+  at_runtime_options o;
+  memset(&o, 0, sizeof o);
+  o.configs_dir = argc > 4 ? argv[4] : NULL;
+  at_runtime *rt;
+  AT(at_runtime_open(&o, &rt));
+  at_selection sel;
+  AT(at_runtime_select(rt, "gemm_a8w8_blockscale", m, n, k, NULL, &sel));
+  printf("%ld x %ld x %ld: %s (%s), %ld input sets\n", m, n, k, sel.kernel, sel.source, sets);
+
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  for (long i = 0; i < sets; i++) /* compiles and loads the kernel first */
+    AT(at_gemm_a8w8_blockscale(rt, S[i].a, S[i].as, S[i].b, S[i].bs, S[i].c, m, n, k, st));
+  CK(cudaStreamSynchronize(st));
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  for (long i = 0; i < sets; i++)
+    AT(at_gemm_a8w8_blockscale(rt, S[i].a, S[i].as, S[i].b, S[i].bs, S[i].c, m, n, k, st));
+  CK(cudaStreamEndCapture(st, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  CK(cudaGraphLaunch(ge, st));
+  CK(cudaEventRecord(e0, st));
+  for (int r = 0; r < 5; r++) CK(cudaGraphLaunch(ge, st));
+  CK(cudaEventRecord(e1, st));
+  CK(cudaStreamSynchronize(st));
+  float ms;
+  CK(cudaEventElapsedTime(&ms, e0, e1));
+  printf("%.2f us per call (5 replays of %ld calls)\n", ms * 1000.0 / (5.0 * sets), sets);
+
+  /* The stamps of the last replay: 64 bytes at each tile's first row, 32-column chunks. */
+  unsigned short *row = malloc((size_t)n * 2);
+  cta *ctas = malloc(sizeof(cta) * MAX_CTAS);
+  double base = -1;
+  const long first = 2, shown = 6; /* calls 2..7: away from the graph's start */
+  printf("us from call %ld's first entry: earliest .. latest CTA\n%-5s", first, "call");
+  for (int e = 0; e < EVENTS; e++) printf(" | %-15s", EVENT_NAMES[e]);
+  printf(" | CTAs SMs\n");
+  for (long i = first; i < first + shown && i < sets; i++) {
+    int nc = 0;
+    for (long r0 = 0; r0 < m; r0 += 64) {
+      CK(cudaMemcpy(row, (char *)S[i].c + r0 * n * 2, (size_t)n * 2, cudaMemcpyDeviceToHost));
+      for (long c0 = 0; c0 + 32 <= n && nc < MAX_CTAS; c0 += 32) {
+        const unsigned *u = (const unsigned *)(row + c0);
+        if (u[11] != 0xA7A7A7A7u) continue;
+        cta *x = &ctas[nc++];
+        const double entry = (double)(((unsigned long long)u[1] << 32) | u[0]);
+        x->t[0] = entry;
+        for (int e = 1; e < EVENTS; e++) x->t[e] = u[1 + e] == 0xFFFFFFFFu ? -1 : entry + u[1 + e];
+        x->sm = u[9];
+      }
+    }
+    if (!nc) {
+      printf("call %ld: no stamps (not an instrumented sm90 kernel?)\n", i);
+      continue;
+    }
+    if (base < 0) {
+      base = ctas[0].t[0];
+      for (int j = 1; j < nc; j++)
+        if (ctas[j].t[0] < base) base = ctas[j].t[0];
+    }
+    printf("%-5ld", i);
+    double v[MAX_CTAS];
+    for (int e = 0; e < EVENTS; e++) {
+      int nv = 0;
+      for (int j = 0; j < nc; j++)
+        if (ctas[j].t[e] >= 0) v[nv++] = (ctas[j].t[e] - base) / 1000.0;
+      if (!nv) {
+        printf(" | %-15s", "-");
+        continue;
+      }
+      qsort(v, (size_t)nv, sizeof(double), cmp_double);
+      char buf[32];
+      snprintf(buf, sizeof buf, "%.2f..%.2f", v[0], v[nv - 1]);
+      printf(" | %-15s", buf);
+    }
+    int sms = 0;
+    unsigned char seen[1024] = {0};
+    for (int j = 0; j < nc; j++)
+      if (ctas[j].sm < 1024 && !seen[ctas[j].sm]) seen[ctas[j].sm] = 1, sms++;
+    printf(" | %d %d\n", nc, sms);
+  }
+  at_runtime_close(rt);
+  return 0;
+}
