@@ -10,7 +10,8 @@
  *  - A shape is finished (re-timed, winner recorded) only once every candidate was fed and every
  *    candidate it keeps has a result: never after a stop or a failed compile phase.
  *  - Batch k is the same list of candidates for every shape and every GPU (ready[bounds[k-1] ..
- *    bounds[k])), so a candidate's fault shows on the shapes in their order, batch after batch.
+ *    bounds[k])), so a candidate's fault shows on a GPU's shapes in the order its batch walks them
+ *    (file order for even k, backwards for odd k: next_unit).
  *  - The mirror of a worker's module table (slot_kernel, kernel_slot) holds exactly what was sent to
  *    the live worker; a new worker starts with an empty one. */
 #include "tune.h"
@@ -225,7 +226,10 @@ static void take_batch(shared *sh, size_t si, unit *u) {
 /* Under the mutex: the thread's next piece of work, waiting for the feed when none is ready.
  * A shape whose candidates are all dealt with is finished first (it is the worker's current
  * shape, and its winner is then safe in the DB); otherwise the shape furthest behind takes its
- * next batch, so that each batch goes across every shape before the next one starts. */
+ * next batch, so that each batch goes across every shape before the next one starts. Batch k
+ * walks the shapes in file order when k is even and backwards when it is odd: the shapes a worker
+ * used last are then the first it needs again, so its cache (the least recently used dropped
+ * first) makes again only the shapes it cannot keep, not every shape of a job larger than it. */
 static int next_unit(gpu_thread *g, unit *u) {
   shared *sh = g->sh;
   const size_t ns = sh->job->space->nshapes;
@@ -241,7 +245,10 @@ static int next_unit(gpu_thread *g, unit *u) {
         u->shape = si;
         return UNIT_FINISH;
       }
-      if (ss->cursor < sh->nready && (behind < 0 || ss->batch < sh->shapes[behind].batch)) behind = (long)si;
+      if (ss->cursor < sh->nready &&
+          (behind < 0 || ss->batch < sh->shapes[behind].batch ||
+           (ss->batch == sh->shapes[behind].batch && ss->batch % 2 == 1)))  /* odd: the last shape */
+        behind = (long)si;
     }
     if (behind >= 0) {
       take_batch(sh, (size_t)behind, u);

@@ -26,9 +26,10 @@
 #include "gpuctx.h"
 #include "peak.h"
 
-/* The parent walks every shape per batch of candidates, in the same order each time: an LRU cache
- * smaller than the job's shapes never hits (on the H100, 64 entries and the 132 shapes of the
- * Llama-3-70B and DeepSeek-V3 weights made 6,846 setups, a third of the run; 256 entries made 132,
+/* The parent walks every shape per batch of candidates, forwards and backwards in turn (tune.c):
+ * the LRU cache then keeps the shapes needed next. Walked in one order each time, a cache smaller
+ * than the job's shapes never hit (on the H100, 64 entries and the 132 shapes of the Llama-3-70B
+ * and DeepSeek-V3 weights made 6,846 setups, a third of the run; 256 entries made 132,
  * docs/perf.md). Decode-sized shapes take a few MB each; the rule of half the memory free bounds
  * the large ones. */
 enum { SHAPE_CACHE_MAX = 256 };

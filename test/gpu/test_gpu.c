@@ -163,12 +163,17 @@ static int64_t status_of(const char *db, const char *variant, int64_t m) {
 static void planted(void) {
   char *db = at_path_join(TMP, "planted.db");
   CHECK_EQ_INT(tune("spaces/planted.yaml", db, 900), 0);
+  /* A bad candidate kills the worker on the first two shapes it meets and is quarantined on the
+   * third: which shapes those are depends on its batch's walk, file order or backwards (tune.c). */
   const int64_t ms[3] = {64, 96, 128};
-  for (int i = 0; i < 3; i++) {
-    CHECK_EQ_INT(status_of(db, "oob", ms[i]), i < 2 ? 2 : 5);
-    CHECK_EQ_INT(status_of(db, "hang", ms[i]), i < 2 ? 3 : 5);
-    CHECK_EQ_INT(status_of(db, "unwritten", ms[i]), 1);
+  const char *bad[2] = {"oob", "hang"};
+  const int64_t bad_status[2] = {2, 3};
+  for (int b = 0; b < 2; b++) {
+    const int64_t first = status_of(db, bad[b], ms[0]), last = status_of(db, bad[b], ms[2]);
+    CHECK_EQ_INT(status_of(db, bad[b], ms[1]), bad_status[b]);
+    CHECK((first == bad_status[b] && last == 5) || (first == 5 && last == bad_status[b]));
   }
+  for (int i = 0; i < 3; i++) CHECK_EQ_INT(status_of(db, "unwritten", ms[i]), 1);
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), 15);
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results r JOIN candidates c ON c.id=r.candidate_id JOIN variants v"
                      " ON v.id=c.variant_id WHERE v.name='good' AND r.status='ok'"),
