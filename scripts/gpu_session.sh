@@ -23,6 +23,7 @@
 #   rescale2 scripts/probe_rescale2.yaml likewise: RESCALE 2 against 1, and 1 with PINGPONG, large shapes
 #   ckwide   scripts/probe_ck_wide.yaml likewise: CLUSTER_K 2 with tiles 192 and 256 wide at M = 512
 #   decode   scripts/probe_decode.yaml likewise: 64-row tiles 32 to 256 wide on the Llama decode shapes
+#   tall     scripts/probe_tall.yaml likewise: 192-row tiles (three math warpgroups) on N = 576 and 1536
 set -u
 B=/tmp/b
 OUT=${OUT:-/tmp/out}
@@ -132,6 +133,7 @@ for r in d.execute('''SELECT p.m, p.n, p.k, c.name_expr, r.status, round(coalesc
   rescale2) probe_compare rescale2 scripts/probe_rescale2.yaml ;;
   ckwide) probe_compare ckwide scripts/probe_ck_wide.yaml ;;
   decode) probe_compare decode scripts/probe_decode.yaml ;;
+  tall) probe_compare tall scripts/probe_tall.yaml ;;
   tune_llama)
     timeout "${TUNE_LIMIT:-540}" $B/autotune --db /tmp/tuned.db search_spaces/llama3_8b.yaml >"$OUT/tune-llama.log" 2>&1
     echo "tune_llama exit $?" | tee -a "$OUT/session.log"
