@@ -71,7 +71,8 @@ static void sm90_compiles_for_sm90a(const char *space) {
    * judges them by time.) With CLUSTER_K 2 the 128 x 256 tile keeps one value of its unit set-up
    * in local memory, 4 bytes read once a tile, outside the k-loop (SASS checked at fc5efde): a
    * few bytes at most there. So does the 192 x 192 tile of three math warpgroups (the shipped
-   * space's only 192-row tile), which ptxas fits in 128 registers a thread at launch. */
+   * space's only 192-row tile), which ptxas fits in 128 registers a thread at launch: one store
+   * before the tile loop, one load a tile (SASS checked on the H100, docs/perf.md). */
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM candidates WHERE (spill_stores > 0 OR stack_bytes > 0) AND params LIKE "
                      "'%%\"SPLIT_K\":1,%%' AND params NOT LIKE '%%\"BLOCK_M\":256%%' AND params LIKE '%%\"KPIPE\":1%%'"
                      " AND params NOT LIKE '%%\"CLUSTER_K\":2%%' AND params NOT LIKE '%%\"BLOCK_M\":192%%'"),
