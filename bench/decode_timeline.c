@@ -10,6 +10,11 @@
  *   AUTOTUNE_TEMPLATES=/tmp/tpl_tl build/bench/decode_timeline 16 4096 4096 configs
  * (built by meson where the CUDA runtime is found; docs/perf.md, "Where a decode call's time goes").
  *
+ * Each CTA stamps every unit it takes (the last one's stamps stay: "CTAs" counts the tiles whose
+ * stamps were found, one per CTA when each takes one unit, as decode calls do). The stamps come from
+ * several threads without a barrier before math thread 0 copies them out, so one may be missing
+ * ("-") or another warpgroup's; with clusters "last TMA" is after the producer's wait for its last
+ * stages' release. Configs with store warps (STORE 1, 2) may copy their tile over the stamps.
  * The outputs are wrong where the stamps are written (that is why the templates are a copy); the
  * stamps need BLOCK_N / CLUSTER_K >= 32 and BLOCK_M a multiple of 64 (every sm90 decode config),
  * and their 64 bytes of static shared memory push the dynamic area to the next 1 KB: a config whose
@@ -47,7 +52,8 @@ typedef struct {
 } set;
 
 typedef struct {
-  double t[EVENTS]; /* ns, absolute; < 0 when not stamped */
+  unsigned long long entry; /* %globaltimer ns (since the epoch: too large for a double's 1 ns) */
+  long long d[EVENTS];      /* ns after entry; < 0 when not stamped */
   unsigned sm;
 } cta;
 
@@ -71,7 +77,7 @@ int main(int argc, char **argv) {
   CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
   long sets = (4L * l2) / (n * k) + 1;
   if (sets < 8) sets = 8;
-  if (sets > 64) sets = 64;
+  if (sets > 256) sets = 256;
 
   float *ones = malloc(sizeof(float) * (size_t)(m > nb ? m : nb) * kb);
   for (long i = 0; i < (m > nb ? m : nb) * kb; i++) ones[i] = 1.0f / 64;
@@ -96,6 +102,8 @@ int main(int argc, char **argv) {
   at_selection sel;
   AT(at_runtime_select(rt, "gemm_a8w8_blockscale", m, n, k, NULL, &sel));
   printf("%ld x %ld x %ld: %s (%s), %ld input sets\n", m, n, k, sel.kernel, sel.source, sets);
+  if (!strstr(sel.params, "\"STORE\":0"))
+    printf("warning: a config with store warps (STORE 1, 2) may copy its tile over the stamps\n");
 
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
@@ -124,7 +132,7 @@ int main(int argc, char **argv) {
   /* The stamps of the last replay: 64 bytes at each tile's first row, 32-column chunks. */
   unsigned short *row = malloc((size_t)n * 2);
   cta *ctas = malloc(sizeof(cta) * MAX_CTAS);
-  double base = -1;
+  unsigned long long base = 0; /* the first printed call's earliest entry */
   const long first = 2, shown = 6; /* calls 2..7: away from the graph's start */
   printf("us from call %ld's first entry: earliest .. latest CTA\n%-5s", first, "call");
   for (int e = 0; e < EVENTS; e++) printf(" | %-15s", EVENT_NAMES[e]);
@@ -133,31 +141,33 @@ int main(int argc, char **argv) {
     int nc = 0;
     for (long r0 = 0; r0 < m; r0 += 64) {
       CK(cudaMemcpy(row, (char *)S[i].c + r0 * n * 2, (size_t)n * 2, cudaMemcpyDeviceToHost));
-      for (long c0 = 0; c0 + 32 <= n && nc < MAX_CTAS; c0 += 32) {
+      /* A stamp starts at a multiple of 8 columns (a tile's, or its second half's with CLUSTER_K 2). */
+      for (long c0 = 0; c0 + 32 <= n && nc < MAX_CTAS; c0 += 8) {
         const unsigned *u = (const unsigned *)(row + c0);
         if (u[11] != 0xA7A7A7A7u) continue;
         cta *x = &ctas[nc++];
-        const double entry = (double)(((unsigned long long)u[1] << 32) | u[0]);
-        x->t[0] = entry;
-        for (int e = 1; e < EVENTS; e++) x->t[e] = u[1 + e] == 0xFFFFFFFFu ? -1 : entry + u[1 + e];
+        x->entry = ((unsigned long long)u[1] << 32) | u[0];
+        x->d[0] = 0;
+        for (int e = 1; e < EVENTS; e++) x->d[e] = u[1 + e] == 0xFFFFFFFFu ? -1 : (long long)u[1 + e];
         x->sm = u[9];
+        c0 += 24; /* past this stamp */
       }
     }
     if (!nc) {
       printf("call %ld: no stamps (not an instrumented sm90 kernel?)\n", i);
       continue;
     }
-    if (base < 0) {
-      base = ctas[0].t[0];
+    if (!base) {
+      base = ctas[0].entry;
       for (int j = 1; j < nc; j++)
-        if (ctas[j].t[0] < base) base = ctas[j].t[0];
+        if (ctas[j].entry < base) base = ctas[j].entry;
     }
     printf("%-5ld", i);
     double v[MAX_CTAS];
     for (int e = 0; e < EVENTS; e++) {
       int nv = 0;
       for (int j = 0; j < nc; j++)
-        if (ctas[j].t[e] >= 0) v[nv++] = (ctas[j].t[e] - base) / 1000.0;
+        if (ctas[j].d[e] >= 0) v[nv++] = ((double)(long long)(ctas[j].entry - base) + (double)ctas[j].d[e]) / 1000.0;
       if (!nv) {
         printf(" | %-15s", "-");
         continue;

@@ -8,7 +8,7 @@
 //   plain  no PDL: each launch starts once the one before has finished
 //   pdl    PDL, the read after griddepcontrol.wait (as the sm90 kernels do)
 //   early  PDL, the read before the wait (legal here: nothing writes the buffers): does reading
-//          while the kernel before still runs pay? (docs/perf.md, "Reading before the wait")
+//          while the kernel before still runs pay? (docs/perf.md, "Where a decode call's time goes")
 //   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a bench/launch_floor.cu -o /tmp/launch_floor && /tmp/launch_floor
 #include <cstdio>
 #include <vector>
@@ -108,7 +108,7 @@ int main() {
     const long alloc = bytes > 0 ? bytes : 16;
     int nbuf = bytes > 0 ? (int)((4L * l2 + bytes - 1) / bytes) + 1 : 1;
     if (nbuf < 2) nbuf = 2;
-    if (nbuf > 64) nbuf = 64;
+    if (nbuf > 256) nbuf = 256;
     std::vector<uint4 *> bufs(nbuf);
     for (auto &b : bufs) {
       CK(cudaMalloc(&b, alloc));

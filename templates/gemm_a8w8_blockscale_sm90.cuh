@@ -17,7 +17,7 @@
 // (i / STAGES) & 1 for both sides, across tiles.
 // Pipeline (one stage = one 128-wide k-block: A tile BLOCK_M x 128 bytes, B tile BLOCK_N x 128
 // bytes, each 128-byte swizzled by TMA, 1024-byte aligned; with one row of tiles, when each weight
-// tile is read by one CTA only, the B loads carry an L2 evict_first policy):
+// tile is read by one CTA or one multicast only, the B loads carry an L2 evict_first policy):
 //   full[s]   count 1: the producer's arrive.expect_tx(A + B bytes); TMA completes the bytes.
 //   empty[s]  count 4 x MATH_WG: lane 0 of every math warp arrives once its warpgroup's wgmmas
 //             that read stage s have completed (wgmma.wait_group 0 precedes the arrive).
@@ -376,7 +376,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       constexpr int A_ROWS = BLOCK_M / CLUSTER_N, B_ROWS = BLOCK_N / CLUSTER_M;
       const unsigned short a_mask = (unsigned short)(((1u << rm) | (1u << (rm + CLUSTER_M * (CLUSTER_N - 1)))) << kbase);
       const unsigned short b_mask = (unsigned short)((((1u << CLUSTER_M) - 1u) << (CLUSTER_M * rn)) << kbase);
-      // One row of (cluster) tiles: no other CTA reads this CTA's weight tiles, so they are loaded
+      // One row of (cluster) tiles: each weight tile is read by this CTA (or its multicast) alone, so it is loaded
       // with an evict_first policy (the weights stream through L2 once; what stays is the rest).
       // Measured on the H100 (docs/perf.md): decode-sized calls 3-9% faster; with several rows of
       // tiles, which read each weight tile once per row, up to 9% slower, hence the rule.
