@@ -144,11 +144,11 @@ int main(void) {
   }
 
   /* Every split plan over a grid of configs and shapes covers exactly the units it leaves. */
-  const int64_t bms[] = {64, 128, 256}, bns[] = {64, 96, 112, 128, 256}, groups[] = {1, 8};
+  const int64_t bms[] = {64, 128, 192, 256}, bns[] = {64, 96, 112, 128, 192, 256}, groups[] = {1, 8};
   const int64_t ms[] = {129, 512, 1000, 2048, 3000, 4096, 8192}, ns[] = {576, 1024, 1280, 4096, 6144, 7168, 28672};
   int splits = 0, plans = 0;
-  for (size_t a = 0; a < 3; a++)
-    for (size_t b = 0; b < 5; b++)
+  for (size_t a = 0; a < sizeof bms / sizeof *bms; a++)
+    for (size_t b = 0; b < sizeof bns / sizeof *bns; b++)
       for (int64_t cm = 1; cm <= 2; cm++)
         for (int64_t cn = 1; cn <= 2; cn++)
           for (size_t g = 0; g < 2; g++)
