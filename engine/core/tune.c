@@ -235,20 +235,27 @@ static int next_unit(gpu_thread *g, unit *u) {
   const size_t ns = sh->job->space->nshapes;
   for (;;) {
     if (stopping(sh)) return UNIT_NONE;
-    long behind = -1;
+    long behind = -1, done = -1;
     int open = 0;
     for (size_t si = 0; si < ns; si++) {
       shape_state *ss = &sh->shapes[si];
       if (ss->owner != g->index || ss->finished) continue;
       open = 1;
+      /* Both picks take, among equals, the first shape of the walk of the shape's next batch: file
+       * order when it is even, backwards when odd (the last shape). A shape to finish took its last
+       * batch in the other direction, so this is the one the worker used last. */
       if (sh->closed && ss->cursor == sh->nready) {
-        u->shape = si;
-        return UNIT_FINISH;
+        if (done < 0 || ss->batch % 2 == 1) done = (long)si;
+        continue;
       }
       if (ss->cursor < sh->nready &&
           (behind < 0 || ss->batch < sh->shapes[behind].batch ||
-           (ss->batch == sh->shapes[behind].batch && ss->batch % 2 == 1)))  /* odd: the last shape */
+           (ss->batch == sh->shapes[behind].batch && ss->batch % 2 == 1)))
         behind = (long)si;
+    }
+    if (done >= 0) {
+      u->shape = (size_t)done;
+      return UNIT_FINISH;
     }
     if (behind >= 0) {
       take_batch(sh, (size_t)behind, u);
