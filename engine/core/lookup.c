@@ -193,7 +193,7 @@ static int from_model(const at_lookup_req *q, char **names, size_t n, at_config_
         if (strncmp(named, tm.tag, tl) != 0 || strcmp(named + tl, "-model.json") != 0)
           warn(q, "skipping %s: its tag \"%s\" is not the one its name says", p, tm.tag);
         else if (strcmp(tm.op, q->op) == 0) {
-          at_tm_answer(&tm, q->n, q->k, q->sm_count, set);
+          at_tm_answer(&tm, at_op_find(tm.op), q->n, q->k, q->sm_count, set);
           found = set->nmleq > 0;
           snprintf(path, path_len, "%s", p);
           snprintf(tag, tag_len, "%s", tm.tag);

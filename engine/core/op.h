@@ -76,6 +76,11 @@ typedef struct at_op {
   int (*launch)(const char *family, const at_params *p, const at_shape *s, int sm_count, at_launch *out);
   double (*flops)(const at_shape *s);
   double (*min_bytes)(const at_shape *s); /* each input read once, each output written once */
+  /* How the runtime's launch plan changes the time of a config that the tuner measured alone on a
+   * shape (the op's tail, say): a factor, 1 where it changes nothing. `untuned` as the runtime
+   * passes it: the config was not tuned for this (N, K). NULL: the runtime launches configs as
+   * they were measured. The time model composes it into its predictions (timemodel.h). */
+  double (*plan_factor)(const char *family, const at_params *p, const at_shape *s, int sm_count, int untuned);
 } at_op;
 
 const at_op *at_op_find(const char *name);

@@ -26,6 +26,7 @@
 
 #include "config.h"
 #include "json.h"
+#include "op.h"
 
 enum { AT_TM_NF = 4, AT_TM_MAX_CONFIGS = 512 };
 
@@ -49,15 +50,23 @@ int at_tm_features(const at_config *c, int64_t m, int64_t n, int64_t k, int sm_c
 int at_tm_fit(const double (*x)[AT_TM_NF], const double *t, int rows, double coef[AT_TM_NF], double *rel_rms);
 
 /* Predicted time of config i on (m, n, k); <= 0 when the model has no answer. sm_count 0: the
- * model's own. (As the tuner measured it: alone, without the runtime's tail. Composing the tail's
- * own cost model into the prediction picked worse configs on the H100, docs/perf.md.) */
+ * model's own. As the tuner measured it: alone, without the runtime's tail (composed in by
+ * at_tm_predict_planned, at M 512 to 768 only: docs/perf.md, "The time model and the tail"). */
 double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count);
 
-/* The index of the config of least predicted time on (m, n, k); -1 when none predicts. */
-int at_tm_best(const at_time_model *tm, int64_t m, int64_t n, int64_t k, int sm_count);
+/* The same with the op's launch plan composed in (at_op.plan_factor, for a config nobody tuned),
+ * from M = AT_TM_PLAN_MIN_M (timemodel.c) up: the time the runtime's launch of config i should
+ * take. op NULL: at_tm_predict. */
+double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
+                             int sm_count);
 
-/* The answer for (n, k): per-M entries on the M grid (1 to 16384), the largest also `any`. */
-void at_tm_answer(const at_time_model *tm, int64_t n, int64_t k, int sm_count, at_config_set *out);
+/* The index of the config of least predicted time (at_tm_predict_planned) on (m, n, k); -1 when
+ * none predicts. */
+int at_tm_best(const at_time_model *tm, const at_op *op, int64_t m, int64_t n, int64_t k, int sm_count);
+
+/* The answer for (n, k): per-M entries on the M grid (1 to 16384), the largest also `any`; op (may
+ * be NULL) the op whose launch plan is composed in. */
+void at_tm_answer(const at_time_model *tm, const at_op *op, int64_t n, int64_t k, int sm_count, at_config_set *out);
 
 char *at_tm_to_json(const at_time_model *tm); /* malloc'd, ends with a newline */
 /* Reads and validates a model file's content; AT_ERR_INPUT naming what is wrong. */

@@ -10,6 +10,7 @@
 #include "../../templates/gemm_a8w8_blockscale_args.h"
 #include "../core/error.h"
 #include "../core/op.h"
+#include "gemm_a8w8_blockscale_tail.h"
 
 static const char *const FAMILIES[] = {"mma", "sm90", NULL};
 static const char *const DERIVED[] = {"threads", "smem_bytes", NULL};
@@ -204,6 +205,13 @@ static double min_bytes(const at_shape *s) {
   return m * k + n * k + m * (k / 128) * 4 + ((double)((s->n + 127) / 128)) * (k / 128) * 4 + m * n * 2;
 }
 
+/* The tail plan's own estimate (after / before) of what the runtime's split saves. */
+static double plan_factor(const char *family, const at_params *p, const at_shape *s, int sm_count, int untuned) {
+  at_a8w8_tail t;
+  at_a8w8_tail_plan(family, p, s, sm_count, untuned, &t);
+  return t.split && t.before > 0 && t.after > 0 ? t.after / t.before : 1.0;
+}
+
 const at_op at_op_gemm_a8w8_blockscale = {
     .name = "gemm_a8w8_blockscale",
     .builtin = {"mma", "mma", "gemm_a8w8_blockscale_mma.cuh",
@@ -220,6 +228,7 @@ const at_op at_op_gemm_a8w8_blockscale = {
     .launch = launch,
     .flops = flops,
     .min_bytes = min_bytes,
+    .plan_factor = plan_factor,
 };
 
 _Static_assert(sizeof(at_gemm_a8w8_blockscale_args) == 96, "kernel ABI struct changed size");

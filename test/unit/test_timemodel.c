@@ -3,6 +3,8 @@
  *  - a fit recovers the coefficients of times made by them, and refuses too few rows or a time <= 0;
  *  - the answer of an (N, K) takes, per M of its grid, the config of least predicted time (a narrow
  *    tile at M = 16, a wide one at M = 4096, where the narrow one needs 32 waves);
+ *  - from M = 512 to 768 the runtime's tail is composed into the predictions (a config whose last
+ *    wave the tail rescues beats one wave of wider tiles there, and nowhere else);
  *  - a model file is written and read back the same; a malformed one is refused naming what is wrong;
  *  - the lookup: an (N, K) with its own file takes the file; one without takes the model up to
  *    M = 2048 and the default file above; the model alone without a default file; a corrupt model
@@ -18,6 +20,7 @@
 #include "core/config.h"
 #include "core/json.h"
 #include "core/lookup.h"
+#include "core/op.h"
 #include "core/store.h"
 #include "core/timemodel.h"
 #include "core/util.h"
@@ -58,6 +61,13 @@ static int64_t block_m_of(const at_config *c) {
   CHECK(c != NULL); /* a lookup that answers nothing fails here instead of crashing */
   for (int i = 0; c && i < c->nparams; i++)
     if (!strcmp(c->names[i], "BLOCK_M")) return c->values[i];
+  return -1;
+}
+
+static int64_t block_n_of(const at_config *c) {
+  CHECK(c != NULL);
+  for (int i = 0; c && i < c->nparams; i++)
+    if (!strcmp(c->names[i], "BLOCK_N")) return c->values[i];
   return -1;
 }
 
@@ -135,7 +145,7 @@ static void answer_picks(void) {
   /* On 264 SMs the 256 tiles are one wave. */
   CHECK(fabs(at_tm_predict(&tm, 1, 4096, 1024, 1024, 264) - 14) < 1e-12);
   at_config_set cs;
-  at_tm_answer(&tm, 1024, 1024, 0, &cs);
+  at_tm_answer(&tm, NULL, 1024, 1024, 0, &cs);
   CHECK_EQ_INT(cs.nmleq, 24);
   CHECK(cs.n == 1024 && cs.k == 1024 && !strcmp(cs.tag, "SYN"));
   int e = -1;
@@ -143,6 +153,61 @@ static void answer_picks(void) {
   CHECK_EQ_INT(block_m_of(at_config_for_m(&cs, 4096, &e)), 128);
   CHECK_EQ_INT(block_m_of(at_config_for_m(&cs, 100000, &e)), 128); /* beyond the grid: `any` */
   CHECK_EQ_INT(block_m_of(&cs.bucket[AT_BUCKET_ANY]), 128);
+  at_tm_free(&tm);
+}
+
+static at_config sm90_config(const char *params) {
+  at_config c;
+  memset(&c, 0, sizeof c);
+  snprintf(c.variant, sizeof c.variant, "sm90");
+  snprintf(c.family, sizeof c.family, "sm90");
+  snprintf(c.template_name, sizeof c.template_name, "gemm_a8w8_blockscale_sm90.cuh");
+  snprintf(c.entry, sizeof c.entry, "gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, 0, UNSPLIT, PINGPONG, "
+                                     "CLUSTER_M, CLUSTER_N, KPIPE, RESCALE, STORE, CLUSTER_K>");
+  CHECK_EQ_INT(at_config_set_params(&c, params), AT_OK);
+  c.valid = 1;
+  return c;
+}
+
+/* The runtime's tail composed in (at_tm_predict_planned), from M = 512 to 768 only. 128 x 128
+ * tiles in clusters of two make 144 tiles at 512 x 4608 (72 clusters on 66 slots: two waves, the
+ * second nearly empty), which the tail rescues; 128 x 192 tiles make 96, one wave, nothing to
+ * rescue. Alone, the model prefers the one wave; with the plan, the two waves split. */
+static void answer_with_plan(void) {
+  at_time_model tm = two_configs();
+  tm.configs[0] = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":192,\"CLUSTER_K\":1,\"CLUSTER_M\":1,\"CLUSTER_N\":1,"
+                              "\"GROUP_M\":8,\"KPIPE\":1,\"PINGPONG\":0,\"RESCALE\":1,\"SPLIT_K\":1,\"STAGES\":5,"
+                              "\"STORE\":0,\"UNSPLIT\":1}");
+  tm.configs[1] = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_K\":1,\"CLUSTER_M\":2,\"CLUSTER_N\":1,"
+                              "\"GROUP_M\":8,\"KPIPE\":2,\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":6,"
+                              "\"STORE\":0,\"UNSPLIT\":1}");
+  /* Per busy SM's k-block: 1.2 us at 128 x 192, 0.8 at 128 x 128 (two thirds of its work, faster). */
+  const double c0[AT_TM_NF] = {0, 1.2, 0, 0}, c1[AT_TM_NF] = {0, 0.8, 0, 0};
+  memcpy(tm.coef[0], c0, sizeof c0);
+  memcpy(tm.coef[1], c1, sizeof c1);
+  const at_op *op = at_op_find("gemm_a8w8_blockscale");
+  CHECK(op != NULL && op->plan_factor != NULL);
+  if (!op || !op->plan_factor) return;
+  const int64_t n = 4608, k = 18432;
+  CHECK(fabs(at_tm_predict(&tm, 0, 512, n, k, 0) - 1.2 * 144) < 1e-9);
+  CHECK(fabs(at_tm_predict(&tm, 1, 512, n, k, 0) - 0.8 * 2 * 144) < 1e-9);
+  const char *names[AT_MAX_PARAMS];
+  const at_params p1 = at_config_params(&tm.configs[1], names);
+  const at_shape s512 = {512, n, k};
+  const double f = op->plan_factor("sm90", &p1, &s512, 132, 0);
+  CHECK(f > 0.5 && f < 0.75); /* the tail's model: the second wave's 6 clusters over the whole GPU */
+  CHECK(fabs(at_tm_predict_planned(&tm, op, 1, 512, n, k, 0) - f * at_tm_predict(&tm, 1, 512, n, k, 0)) < 1e-9);
+  CHECK(at_tm_predict_planned(&tm, op, 0, 512, n, k, 0) == at_tm_predict(&tm, 0, 512, n, k, 0)); /* one wave */
+  CHECK(at_tm_predict_planned(&tm, NULL, 1, 512, n, k, 0) == at_tm_predict(&tm, 1, 512, n, k, 0));
+  /* Outside 512-768, as measured alone. */
+  CHECK(at_tm_predict_planned(&tm, op, 1, 384, n, k, 0) == at_tm_predict(&tm, 1, 384, n, k, 0));
+  CHECK(at_tm_predict_planned(&tm, op, 1, 1024, n, k, 0) == at_tm_predict(&tm, 1, 1024, n, k, 0));
+  CHECK_EQ_INT(at_tm_best(&tm, NULL, 512, n, k, 0), 0);
+  CHECK_EQ_INT(at_tm_best(&tm, op, 512, n, k, 0), 1);
+  at_config_set cs;
+  at_tm_answer(&tm, op, n, k, 0, &cs);
+  int e = -1;
+  CHECK_EQ_INT(block_n_of(at_config_for_m(&cs, 512, &e)), 128);
   at_tm_free(&tm);
 }
 
@@ -412,6 +477,7 @@ int main(int argc, char **argv) {
   TMP = scratch_dir("timemodel");
   fit_recovers();
   answer_picks();
+  answer_with_plan();
   json_roundtrip();
   lookup_order();
   fit_from_db();
