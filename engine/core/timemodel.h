@@ -61,11 +61,13 @@ double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, in
                              int sm_count);
 
 /* The index of the config of least predicted time (at_tm_predict_planned) on (m, n, k); -1 when
- * none predicts. */
+ * none predicts. With op, as the runtime answers: the plan composed in, and only configs whose
+ * BLOCK_M is at most max(64, 2 m) (the spaces' block_m_fits rule); op NULL: the fit's own pick
+ * among every config, as measured. */
 int at_tm_best(const at_time_model *tm, const at_op *op, int64_t m, int64_t n, int64_t k, int sm_count);
 
 /* The answer for (n, k): per-M entries on the M grid (1 to 16384), the largest also `any`; op (may
- * be NULL) the op whose launch plan is composed in. */
+ * be NULL) as in at_tm_best. */
 void at_tm_answer(const at_time_model *tm, const at_op *op, int64_t n, int64_t k, int sm_count, at_config_set *out);
 
 char *at_tm_to_json(const at_time_model *tm); /* malloc'd, ends with a newline */

@@ -4,7 +4,8 @@
  *  - the answer of an (N, K) takes, per M of its grid, the config of least predicted time (a narrow
  *    tile at M = 16, a wide one at M = 4096, where the narrow one needs 32 waves);
  *  - from M = 512 to 768 the runtime's tail is composed into the predictions (a config whose last
- *    wave the tail rescues beats one wave of wider tiles there, and nowhere else);
+ *    wave the tail rescues beats one wave of wider tiles there, and nowhere else), and no tile of
+ *    more than max(64, 2 M) rows is picked;
  *  - a model file is written and read back the same; a malformed one is refused naming what is wrong;
  *  - the lookup: an (N, K) with its own file takes the file; one without takes the model up to
  *    M = 2048 and the default file above; the model alone without a default file; a corrupt model
@@ -204,6 +205,10 @@ static void answer_with_plan(void) {
   CHECK(at_tm_predict_planned(&tm, op, 1, 1024, n, k, 0) == at_tm_predict(&tm, 1, 1024, n, k, 0));
   CHECK_EQ_INT(at_tm_best(&tm, NULL, 512, n, k, 0), 0);
   CHECK_EQ_INT(at_tm_best(&tm, op, 512, n, k, 0), 1);
+  /* As the runtime answers, a tile of more than max(64, 2 M) rows is not offered (block_m_fits). */
+  CHECK_EQ_INT(at_tm_best(&tm, op, 32, n, k, 0), -1);
+  CHECK(at_tm_best(&tm, NULL, 32, n, k, 0) >= 0);
+  CHECK(at_tm_best(&tm, op, 64, n, k, 0) >= 0);
   at_config_set cs;
   at_tm_answer(&tm, op, n, k, 0, &cs);
   int e = -1;
