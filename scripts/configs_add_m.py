@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """configs_add_m.py COMMITTED.json NEWER.json > MERGED.json: the per-M entries (`per_M`, `M_LEQ_<m>`)
 that a newer export of the same (device, tag, N, K) has for M the committed file lacks, added to the
-committed file; every entry the committed file has, its buckets included, stays as it is.
+committed file; every entry the committed file has stays as it is, its buckets too, except `any`
+(the winner at the largest tuned M, used above it), which follows an added M above the largest.
 
 Why: a file tuned at some M answers any other M with the entry of the next tuned M above it (at
 M = 256 a Llama-3-8B file tuned at 16, 64, 128 and 512 answered with its 512 entry, 1.40x
@@ -17,25 +18,44 @@ import re
 import sys
 
 
-def per_m_blocks(lines):
-    """(start, end) of the `per_M` object's member lines, and {m: [lines]} of its members."""
-    start = lines.index('  "per_M": {\n') + 1
+def object_blocks(lines, key):
+    """(start, end) of the member lines of the top-level object `key`, and {name: [lines]} of its
+    members (each from its `    "name": {` line to the next)."""
+    try:
+        start = lines.index('  "%s": {\n' % key) + 1
+    except ValueError:
+        sys.exit("configs_add_m.py: no %s object in the layout `autotune export` writes" % key)
     end = start
-    while lines[end] not in ("  },\n", "  }\n"):
+    while end < len(lines) and lines[end] not in ("  },\n", "  }\n"):
         end += 1
     blocks, cur = {}, None
     for line in lines[start:end]:
-        m = re.match(r'    "M_LEQ_(\d+)": ', line)
+        m = re.match(r'    "([^"]+)": ', line)
         if m:
-            cur = int(m.group(1))
+            cur = m.group(1)
             blocks[cur] = []
+        if cur is None:
+            sys.exit("configs_add_m.py: unexpected line in %s: %s" % (key, line.strip()))
         blocks[cur].append(line)
     return start, end, blocks
+
+
+def per_m_blocks(lines):
+    start, end, blocks = object_blocks(lines, "per_M")
+    return start, end, {int(k[len("M_LEQ_"):]): v for k, v in blocks.items()}
 
 
 def top_copies(lines):
     """{m: (index, line)} of the top-level `M_LEQ_<m>` copies."""
     return {int(m.group(1)): (i, line) for i, line in enumerate(lines) if (m := re.match(r'  "M_LEQ_(\d+)": ', line))}
+
+
+def top_line(lines, key):
+    """The index of the top-level copy of bucket `key`."""
+    for i, line in enumerate(lines):
+        if line.startswith('  "%s": {"variant"' % key):
+            return i
+    sys.exit("configs_add_m.py: no top-level copy of %s (written by autotune export, or scripts/configs_seed_shape.py)" % key)
 
 
 def with_comma(line, comma):
@@ -67,17 +87,33 @@ def merge(old_text, new_text):
     # The top-level copies: the committed file's, and the new file's for the added M, in M order
     # where the committed file has its M_LEQ copies (after the seed's buckets, to the end).
     o_top, n_top = top_copies(ol), top_copies(nl)
+    if not o_top:
+        sys.exit("configs_add_m.py: %s has no top-level copies: run scripts/configs_seed_shape.py on it first" % "the committed file")
+    missing = [m for m in added if m not in n_top]
+    if missing:
+        sys.exit("configs_add_m.py: the newer file has no top-level copy of M_LEQ_%d" % missing[0])
     top = {m: line for m, (_, line) in o_top.items()}
-    top.update({m: n_top[m][1] for m in added if m in n_top})
+    top.update({m: n_top[m][1] for m in added})
     out = ol[:o_start] + body + ol[o_end:]
     shift = len(body) - (o_end - o_start)
-    if o_top:
-        first = min(i for i, _ in o_top.values()) + shift
-        last = max(i for i, _ in o_top.values()) + shift
-        tail = out[last + 1:]
-        tms = sorted(top)
-        copies = [with_comma(top[m], j + 1 < len(tms) or tail[0].strip() != "}") for j, m in enumerate(tms)]
-        out = out[:first] + copies + tail
+    first = min(i for i, _ in o_top.values()) + shift
+    last = max(i for i, _ in o_top.values()) + shift
+    tail = out[last + 1:]
+    tms = sorted(top)
+    copies = [with_comma(top[m], j + 1 < len(tms) or tail[0].strip() != "}") for j, m in enumerate(tms)]
+    out = out[:first] + copies + tail
+    # `any` is the largest tuned M's winner: the newer file's when an added M is above the largest.
+    if max(added) > max(o_blocks):
+        b_start, _, o_b = object_blocks(out, "buckets")
+        _, _, n_b = object_blocks(nl, "buckets")
+        if "any" not in o_b or "any" not in n_b:
+            sys.exit("configs_add_m.py: a file without an `any` bucket")
+        i = b_start + sum(len(v) for k, v in o_b.items() if list(o_b).index(k) < list(o_b).index("any"))
+        new_any = list(n_b["any"])
+        new_any[-1] = with_comma(new_any[-1], out[i + len(o_b["any"]) - 1].rstrip("\n").endswith(","))
+        out = out[:i] + new_any + out[i + len(o_b["any"]):]
+        j, k = top_line(out, "any"), top_line(nl, "any")
+        out[j] = with_comma(nl[k], out[j].rstrip("\n").endswith(","))
     return "".join(out), added
 
 
@@ -89,7 +125,19 @@ def main(argv):
     with open(argv[2]) as f:
         new_text = f.read()
     text, added = merge(old_text, new_text)
-    json.loads(text)  # still JSON
+    # What the text must say: the committed file with the added per-M entries (and copies), and
+    # `any` the newer file's when the largest M is one of them.
+    got, old, new = json.loads(text), json.loads(old_text), json.loads(new_text)
+    want = dict(old)
+    want["per_M"] = dict(sorted({**old["per_M"], **{"M_LEQ_%d" % m: new["per_M"]["M_LEQ_%d" % m] for m in added}}.items(),
+                                key=lambda kv: int(kv[0][len("M_LEQ_"):])))
+    for m in added:
+        want["M_LEQ_%d" % m] = new["M_LEQ_%d" % m]
+    if added and max(added) > max(int(k[len("M_LEQ_"):]) for k in old["per_M"]):
+        want["buckets"] = dict(old["buckets"], any=new["buckets"]["any"])
+        want["any"] = new["any"]
+    if got != want:
+        sys.exit("configs_add_m.py: the merged text does not say what it should (an unexpected layout?)")
     sys.stdout.write(text)
     print(f"{argv[1]}: added M {', '.join(map(str, added)) or 'none'}", file=sys.stderr)
 

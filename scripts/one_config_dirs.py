@@ -8,7 +8,9 @@ What for: `autotune compare --configs OUTDIR/NAME` then times that one config on
 the runtime's own launch path (its tail included), next to cuBLASLt, in the same way as the
 committed answers; a few such runs give a matrix of configs x shapes in which to see where a
 config would beat what the files and the time model answer (docs/perf.md, "One config for every
-prefill shape"). The files are for experiments: hand-written, without per-M entries."""
+prefill shape"). The files are for experiments: hand-written, without per-M entries; they name
+the H100 as their device_name, which the lookup does not read (it goes by the file name's sm90).
+Only flow-style shape lines (`- {N: 4096, K: 4096, ...}`) are read."""
 import json
 import os
 import re
@@ -35,8 +37,14 @@ def main(argv):
                     nk.add((int(m.group(1)), int(m.group(2))))
     for spec in specs:
         name, _, js = spec.partition("=")
+        try:
+            given = json.loads(js)
+        except ValueError as e:
+            sys.exit(f"one_config_dirs.py: {name}: PARAMS is not JSON: {e}")
+        if not name or not isinstance(given, dict):
+            sys.exit(f"one_config_dirs.py: {spec!r}: expected NAME={{...parameters...}}")
         params = dict(DEFAULTS)
-        params.update(json.loads(js))
+        params.update(given)
         for key in ("BLOCK_M", "BLOCK_N", "STAGES"):
             if key not in params:
                 sys.exit(f"one_config_dirs.py: {name}: {key} is missing")
@@ -44,6 +52,9 @@ def main(argv):
                      params=dict(sorted(params.items())), tuned_M=[], time_us=[])
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)
+        for old in os.listdir(d):  # a directory of an earlier run answers only what this one writes
+            if old.endswith(".json"):
+                os.remove(os.path.join(d, old))
         for n, k in sorted(nk):
             f = dict(format="autotune-configs/1", op="gemm_a8w8_blockscale", tag="A8W8_BLOCKSCALE", device="sm90",
                      device_name="NVIDIA H100 80GB HBM3", arch="sm_90a", N=n, K=k,

@@ -173,8 +173,8 @@ static char **list_dir(const at_lookup_req *q, size_t *n) {
 
 /* The time model <device>-GEMM-<tag>-model.json (timemodel.h): its answer for (N, K) into *set,
  * the file into path, its tag into tag. 0 when there is none or it cannot be read (a warning). */
-static int from_model(const at_lookup_req *q, char **names, size_t n, at_config_set *set, char *path, size_t path_len,
-                      char *tag, size_t tag_len) {
+static int from_model(const at_lookup_req *q, const at_op *op, char **names, size_t n, at_config_set *set, char *path,
+                      size_t path_len, char *tag, size_t tag_len) {
   int found = 0;
   for (int d = 0; d < 2 && q->device_names[d] && !found; d++) {
     char prefix[200];
@@ -193,7 +193,7 @@ static int from_model(const at_lookup_req *q, char **names, size_t n, at_config_
         if (strncmp(named, tm.tag, tl) != 0 || strcmp(named + tl, "-model.json") != 0)
           warn(q, "skipping %s: its tag \"%s\" is not the one its name says", p, tm.tag);
         else if (strcmp(tm.op, q->op) == 0) {
-          at_tm_answer(&tm, at_op_find(tm.op), q->n, q->k, q->sm_count, set);
+          at_tm_answer(&tm, op, !q->no_plan, q->n, q->k, q->sm_count, set);
           found = set->nmleq > 0;
           snprintf(path, path_len, "%s", p);
           snprintf(tag, tag_len, "%s", tm.tag);
@@ -317,7 +317,7 @@ int at_lookup(const at_lookup_req *q, at_lookup_result *out) {
        * alone when the other is missing; without a model the nearest file up to NEAREST_MAX_M. */
       at_config_set *model = at_xcalloc(1, sizeof *model);
       char model_path[1024], model_tag[64];
-      int have_model = from_model(q, names, n, model, model_path, sizeof model_path, model_tag, sizeof model_tag);
+      int have_model = from_model(q, op, names, n, model, model_path, sizeof model_path, model_tag, sizeof model_tag);
       at_lookup_req same_tag = *q; /* the default file of the model's tag, not of another */
       if (have_model) same_tag.tag = model_tag;
       found = from_files(&same_tag, names, n, out, 1, have_model ? model : NULL, model_path);

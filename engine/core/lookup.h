@@ -32,6 +32,8 @@ typedef struct at_lookup_req {
   const char *configs_dir;          /* NULL: no files */
   at_warn_fn warn;                  /* NULL: warnings to stderr */
   int sm_count;                     /* the device's, for the time model; 0: the model's own */
+  int no_plan;                      /* 1: the caller launches without the op's plan (the runtime with
+                                       its tail off): the time model does not compose it in */
 } at_lookup_req;
 
 typedef struct at_lookup_result {

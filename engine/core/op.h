@@ -4,7 +4,8 @@
  *
  * An operator is one file in engine/ops/ (plus its GPU half, see gpu/gpu_op.h): the problem shape and
  * its rules, the launch geometry of each template family it supports, the values it derives from
- * a candidate's parameters for constraints (threads, shared memory), and its FLOP and byte counts.
+ * a candidate's parameters for constraints (threads, shared memory), its FLOP and byte counts, and
+ * optionally how its runtime launch plan changes a config's time (for the time model).
  * Nothing here touches CUDA: the parent process uses it to prune, and the worker to launch. */
 #ifndef AT_OP_H
 #define AT_OP_H
@@ -77,8 +78,9 @@ typedef struct at_op {
   double (*flops)(const at_shape *s);
   double (*min_bytes)(const at_shape *s); /* each input read once, each output written once */
   /* How the runtime's launch plan changes the time of a config that the tuner measured alone on a
-   * shape (the op's tail, say): a factor, 1 where it changes nothing. `untuned` as the runtime
-   * passes it: the config was not tuned for this (N, K). NULL: the runtime launches configs as
+   * shape (the op's tail, say): a factor, 1 where it changes nothing. `untuned`: the plan may also
+   * replace a call by another config, as the runtime allows for a config not tuned for the (N, K)
+   * (the time model passes 0: it scores the config itself). NULL: the runtime launches configs as
    * they were measured. The time model composes it into its predictions (timemodel.h). */
   double (*plan_factor)(const char *family, const at_params *p, const at_shape *s, int sm_count, int untuned);
 } at_op;

@@ -98,18 +98,20 @@ double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64
   return p;
 }
 
-/* From which M an answer composes the op's launch plan (at_op.plan_factor: the runtime's tail)
- * into the predictions. The model is fitted on times measured alone, without the tail, so it
- * scores a config whose last wave the tail rescues as if that wave ran whole: at M = 512 on the
- * H100 it picked 128 x 192 tiles that fill one wave where 128 x 128 tiles in clusters of two, with
- * the tail, ran up to 1.27x faster (docs/perf.md, "The time model and the tail"). Below it the
- * composition picked worse: at decode sizes the plan's estimate favoured 128 x 192 tiles on N =
- * 13312-16384 that ran 1.3-1.4x slower (session 10, run30). */
+/* At which M of the grid an answer composes the op's launch plan (at_op.plan_factor: the runtime's
+ * tail) into the predictions: 512, which answers calls of M 385 to 512. The model is fitted on
+ * times measured alone, without the tail, so it scores a config whose last wave the tail rescues
+ * as if that wave ran whole: at M = 512 on the H100 it picked 128 x 192 tiles that fill one wave
+ * where 128 x 128 tiles in clusters of two, with the tail, ran up to 1.27x faster (docs/perf.md,
+ * "The time model and the tail"). Elsewhere the composition picked worse or was not measured: at
+ * 1024 and 2048 it swapped configs that ran within a few percent of each other, 192 x 192 tiles
+ * for slower 128 x 128 pairs among them (session 12); at decode sizes the plan favoured 128 x 192
+ * tiles on N = 13312-16384 that ran 1.3-1.4x slower (session 10, run30); 768 was not measured. */
 #ifndef AT_TM_PLAN_MIN_M
 #define AT_TM_PLAN_MIN_M 512
 #endif
 #ifndef AT_TM_PLAN_MAX_M
-#define AT_TM_PLAN_MAX_M 768
+#define AT_TM_PLAN_MAX_M 512
 #endif
 
 double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
@@ -137,18 +139,19 @@ static int fits_m(const at_config *c, int64_t m) {
   return at_params_get(&p, "BLOCK_M", 0) <= (2 * m > 64 ? 2 * m : 64);
 }
 
-int at_tm_best(const at_time_model *tm, const at_op *op, int64_t m, int64_t n, int64_t k, int sm_count) {
+int at_tm_best(const at_time_model *tm, const at_op *op, int plan, int64_t m, int64_t n, int64_t k, int sm_count) {
   int best = -1;
   double best_t = 0;
   for (int i = 0; i < tm->nconfigs; i++) {
     if (op && !fits_m(&tm->configs[i], m)) continue;
-    double t = at_tm_predict_planned(tm, op, i, m, n, k, sm_count);
+    double t = plan ? at_tm_predict_planned(tm, op, i, m, n, k, sm_count) : at_tm_predict(tm, i, m, n, k, sm_count);
     if (t > 0 && (best < 0 || t < best_t)) best = i, best_t = t;
   }
   return best;
 }
 
-void at_tm_answer(const at_time_model *tm, const at_op *op, int64_t n, int64_t k, int sm_count, at_config_set *out) {
+void at_tm_answer(const at_time_model *tm, const at_op *op, int plan, int64_t n, int64_t k, int sm_count,
+                  at_config_set *out) {
   memset(out, 0, sizeof *out);
   snprintf(out->op, sizeof out->op, "%s", tm->op);
   snprintf(out->tag, sizeof out->tag, "%s", tm->tag);
@@ -157,7 +160,7 @@ void at_tm_answer(const at_time_model *tm, const at_op *op, int64_t n, int64_t k
   snprintf(out->arch, sizeof out->arch, "%s", tm->arch);
   out->n = n, out->k = k;
   for (int g = 0; g < NGRID; g++) {
-    int i = at_tm_best(tm, op, GRID[g], n, k, sm_count);
+    int i = at_tm_best(tm, op, plan, GRID[g], n, k, sm_count);
     if (i < 0) continue;
     int e = out->nmleq++;
     out->mleq_m[e] = GRID[g];

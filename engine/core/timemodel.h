@@ -4,7 +4,8 @@
  * carry the neighbour's wave count, which does not fit another N (a tile count of 208 on 132 SMs is
  * two waves, 1.6 of them idle), and one compromise file per tag cannot be right for N = 576 and
  * N = 37888 at once. The model predicts each menu config's time on any shape from the geometry of
- * its launch, with four coefficients per config fitted on measured times, and picks the fastest.
+ * its launch, with four coefficients per config fitted on measured times, and picks the fastest
+ * (at M = 512 with the share of its time the runtime's tail saves composed in, at_op.plan_factor).
  *
  * Features of config c on (M, N, K) with S SMs (BLOCK_M, BLOCK_N, SPLIT_K, CLUSTER_M, CLUSTER_N,
  * CLUSTER_K of c; a missing SPLIT_K or CLUSTER_* counts as 1):
@@ -19,7 +20,8 @@
  * Invariants: a model names each config once; every config has a family and a template (it was
  * launched to be measured); a config whose prediction is not positive on a shape is not picked
  * there. The answer for an (N, K) is a config set of per-M entries on a fixed grid of M (at most
- * AT_MAX_MLEQ), each the config of least predicted time at that M, read by at_config_for_m like any
+ * AT_MAX_MLEQ), each the config of least predicted time at that M (as the runtime launches it:
+ * at_tm_best with the op), read by at_config_for_m like any
  * exported file. Format of the file: docs/formats.md ("The time model"). */
 #ifndef AT_TIMEMODEL_H
 #define AT_TIMEMODEL_H
@@ -51,24 +53,25 @@ int at_tm_fit(const double (*x)[AT_TM_NF], const double *t, int rows, double coe
 
 /* Predicted time of config i on (m, n, k); <= 0 when the model has no answer. sm_count 0: the
  * model's own. As the tuner measured it: alone, without the runtime's tail (composed in by
- * at_tm_predict_planned, at M 512 to 768 only: docs/perf.md, "The time model and the tail"). */
+ * at_tm_predict_planned, at M = 512 only: docs/perf.md, "The time model and the tail"). */
 double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count);
 
-/* The same with the op's launch plan composed in (at_op.plan_factor, for a config nobody tuned),
- * from M = AT_TM_PLAN_MIN_M (timemodel.c) up: the time the runtime's launch of config i should
- * take. op NULL: at_tm_predict. */
+/* The same with the op's launch plan composed in at the M of timemodel.c (512): at_op.plan_factor
+ * for a tail of the last wave only (untuned 0; a plan that runs the whole call as a tail config
+ * says nothing about config i). op NULL, or another M: at_tm_predict. */
 double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
                              int sm_count);
 
-/* The index of the config of least predicted time (at_tm_predict_planned) on (m, n, k); -1 when
- * none predicts. With op, as the runtime answers: the plan composed in, and only configs whose
- * BLOCK_M is at most max(64, 2 m) (the spaces' block_m_fits rule); op NULL: the fit's own pick
- * among every config, as measured. */
-int at_tm_best(const at_time_model *tm, const at_op *op, int64_t m, int64_t n, int64_t k, int sm_count);
+/* The index of the config of least predicted time on (m, n, k); -1 when none predicts. With op, as
+ * the runtime answers: only configs whose BLOCK_M is at most max(64, 2 m) (the spaces'
+ * block_m_fits rule), and with plan the op's plan composed in (at_tm_predict_planned; 0 for a
+ * runtime that launches without it). op NULL: the fit's own pick among every config, as measured. */
+int at_tm_best(const at_time_model *tm, const at_op *op, int plan, int64_t m, int64_t n, int64_t k, int sm_count);
 
 /* The answer for (n, k): per-M entries on the M grid (1 to 16384), the largest also `any`; op (may
- * be NULL) as in at_tm_best. */
-void at_tm_answer(const at_time_model *tm, const at_op *op, int64_t n, int64_t k, int sm_count, at_config_set *out);
+ * be NULL) and plan as in at_tm_best. */
+void at_tm_answer(const at_time_model *tm, const at_op *op, int plan, int64_t n, int64_t k, int sm_count,
+                  at_config_set *out);
 
 char *at_tm_to_json(const at_time_model *tm); /* malloc'd, ends with a newline */
 /* Reads and validates a model file's content; AT_ERR_INPUT naming what is wrong. */

@@ -53,7 +53,7 @@ static void regret(const at_time_model *tm, const row *rows, size_t nrows, const
     const row *x = &rows[r];
     if (!any[x->shape]) {
       any[x->shape] = x;
-      pick[x->shape] = at_tm_best(tm, NULL, x->m, x->n, x->k, sm_count); /* as measured: alone */
+      pick[x->shape] = at_tm_best(tm, NULL, 0, x->m, x->n, x->k, sm_count); /* as measured: alone */
     }
     if (best[x->shape] == 0 || x->t < best[x->shape]) best[x->shape] = x->t;
     if (pick[x->shape] >= 0 && cand_of[pick[x->shape]] == x->cand) picked[x->shape] = x->t;

@@ -220,7 +220,7 @@ static int look_up(at_runtime *rt, const char *op_name, const char names[2][128]
                    at_lookup_result *out) {
   open_db(rt);
   at_lookup_req q = {op_name, rt->tag, {names[0], names[1][0] ? names[1] : NULL}, n, k, rt->db, rt->configs_dir, warn_once,
-                     sm_count};
+                     sm_count, rt->tail != AT_TAIL_ON};
   if (at_lookup(&q, out)) return rt_fail(AT_STATUS_INVALID, "%s", at_errmsg()), 0;
   return 1;
 }

@@ -3,9 +3,10 @@
  *  - a fit recovers the coefficients of times made by them, and refuses too few rows or a time <= 0;
  *  - the answer of an (N, K) takes, per M of its grid, the config of least predicted time (a narrow
  *    tile at M = 16, a wide one at M = 4096, where the narrow one needs 32 waves);
- *  - from M = 512 to 768 the runtime's tail is composed into the predictions (a config whose last
- *    wave the tail rescues beats one wave of wider tiles there, and nowhere else), and no tile of
- *    more than max(64, 2 M) rows is picked;
+ *  - at M = 512 the runtime's tail is composed into the predictions (a config whose last wave the
+ *    tail rescues beats one wave of wider tiles there; at other M, and for a runtime without the
+ *    tail, the predictions are as measured alone), and no tile of more than max(64, 2 M) rows is
+ *    picked; the lookup of an (N, K) with no file composes it;
  *  - a model file is written and read back the same; a malformed one is refused naming what is wrong;
  *  - the lookup: an (N, K) with its own file takes the file; one without takes the model up to
  *    M = 2048 and the default file above; the model alone without a default file; a corrupt model
@@ -146,7 +147,7 @@ static void answer_picks(void) {
   /* On 264 SMs the 256 tiles are one wave. */
   CHECK(fabs(at_tm_predict(&tm, 1, 4096, 1024, 1024, 264) - 14) < 1e-12);
   at_config_set cs;
-  at_tm_answer(&tm, NULL, 1024, 1024, 0, &cs);
+  at_tm_answer(&tm, NULL, 0, 1024, 1024, 0, &cs);
   CHECK_EQ_INT(cs.nmleq, 24);
   CHECK(cs.n == 1024 && cs.k == 1024 && !strcmp(cs.tag, "SYN"));
   int e = -1;
@@ -168,52 +169,6 @@ static at_config sm90_config(const char *params) {
   CHECK_EQ_INT(at_config_set_params(&c, params), AT_OK);
   c.valid = 1;
   return c;
-}
-
-/* The runtime's tail composed in (at_tm_predict_planned), from M = 512 to 768 only. 128 x 128
- * tiles in clusters of two make 144 tiles at 512 x 4608 (72 clusters on 66 slots: two waves, the
- * second nearly empty), which the tail rescues; 128 x 192 tiles make 96, one wave, nothing to
- * rescue. Alone, the model prefers the one wave; with the plan, the two waves split. */
-static void answer_with_plan(void) {
-  at_time_model tm = two_configs();
-  tm.configs[0] = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":192,\"CLUSTER_K\":1,\"CLUSTER_M\":1,\"CLUSTER_N\":1,"
-                              "\"GROUP_M\":8,\"KPIPE\":1,\"PINGPONG\":0,\"RESCALE\":1,\"SPLIT_K\":1,\"STAGES\":5,"
-                              "\"STORE\":0,\"UNSPLIT\":1}");
-  tm.configs[1] = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_K\":1,\"CLUSTER_M\":2,\"CLUSTER_N\":1,"
-                              "\"GROUP_M\":8,\"KPIPE\":2,\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":6,"
-                              "\"STORE\":0,\"UNSPLIT\":1}");
-  /* Per busy SM's k-block: 1.2 us at 128 x 192, 0.8 at 128 x 128 (two thirds of its work, faster). */
-  const double c0[AT_TM_NF] = {0, 1.2, 0, 0}, c1[AT_TM_NF] = {0, 0.8, 0, 0};
-  memcpy(tm.coef[0], c0, sizeof c0);
-  memcpy(tm.coef[1], c1, sizeof c1);
-  const at_op *op = at_op_find("gemm_a8w8_blockscale");
-  CHECK(op != NULL && op->plan_factor != NULL);
-  if (!op || !op->plan_factor) return;
-  const int64_t n = 4608, k = 18432;
-  CHECK(fabs(at_tm_predict(&tm, 0, 512, n, k, 0) - 1.2 * 144) < 1e-9);
-  CHECK(fabs(at_tm_predict(&tm, 1, 512, n, k, 0) - 0.8 * 2 * 144) < 1e-9);
-  const char *names[AT_MAX_PARAMS];
-  const at_params p1 = at_config_params(&tm.configs[1], names);
-  const at_shape s512 = {512, n, k};
-  const double f = op->plan_factor("sm90", &p1, &s512, 132, 0);
-  CHECK(f > 0.5 && f < 0.75); /* the tail's model: the second wave's 6 clusters over the whole GPU */
-  CHECK(fabs(at_tm_predict_planned(&tm, op, 1, 512, n, k, 0) - f * at_tm_predict(&tm, 1, 512, n, k, 0)) < 1e-9);
-  CHECK(at_tm_predict_planned(&tm, op, 0, 512, n, k, 0) == at_tm_predict(&tm, 0, 512, n, k, 0)); /* one wave */
-  CHECK(at_tm_predict_planned(&tm, NULL, 1, 512, n, k, 0) == at_tm_predict(&tm, 1, 512, n, k, 0));
-  /* Outside 512-768, as measured alone. */
-  CHECK(at_tm_predict_planned(&tm, op, 1, 384, n, k, 0) == at_tm_predict(&tm, 1, 384, n, k, 0));
-  CHECK(at_tm_predict_planned(&tm, op, 1, 1024, n, k, 0) == at_tm_predict(&tm, 1, 1024, n, k, 0));
-  CHECK_EQ_INT(at_tm_best(&tm, NULL, 512, n, k, 0), 0);
-  CHECK_EQ_INT(at_tm_best(&tm, op, 512, n, k, 0), 1);
-  /* As the runtime answers, a tile of more than max(64, 2 M) rows is not offered (block_m_fits). */
-  CHECK_EQ_INT(at_tm_best(&tm, op, 32, n, k, 0), -1);
-  CHECK(at_tm_best(&tm, NULL, 32, n, k, 0) >= 0);
-  CHECK(at_tm_best(&tm, op, 64, n, k, 0) >= 0);
-  at_config_set cs;
-  at_tm_answer(&tm, op, n, k, 0, &cs);
-  int e = -1;
-  CHECK_EQ_INT(block_n_of(at_config_for_m(&cs, 512, &e)), 128);
-  at_tm_free(&tm);
 }
 
 static int parse_model(const char *text, at_time_model *tm) {
@@ -291,6 +246,70 @@ static void write_text(const char *dir, const char *name, const char *text) {
   char *p = at_path_join(dir, name);
   CHECK_EQ_INT(at_write_file_atomic(p, text, strlen(text)), AT_OK);
   free(p);
+}
+
+/* The runtime's tail composed in (at_tm_predict_planned), at M = 512 only. 128 x 128
+ * tiles in clusters of two make 144 tiles at 512 x 4608 (72 clusters on 66 slots: two waves, the
+ * second nearly empty), which the tail rescues; 128 x 192 tiles make 96, one wave, nothing to
+ * rescue. Alone, the model prefers the one wave; with the plan, the two waves split. */
+static void answer_with_plan(void) {
+  at_time_model tm = two_configs();
+  tm.configs[0] = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":192,\"CLUSTER_K\":1,\"CLUSTER_M\":1,\"CLUSTER_N\":1,"
+                              "\"GROUP_M\":8,\"KPIPE\":1,\"PINGPONG\":0,\"RESCALE\":1,\"SPLIT_K\":1,\"STAGES\":5,"
+                              "\"STORE\":0,\"UNSPLIT\":1}");
+  tm.configs[1] = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_K\":1,\"CLUSTER_M\":2,\"CLUSTER_N\":1,"
+                              "\"GROUP_M\":8,\"KPIPE\":2,\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":6,"
+                              "\"STORE\":0,\"UNSPLIT\":1}");
+  /* Per busy SM's k-block: 1.2 us at 128 x 192, 0.8 at 128 x 128 (two thirds of its work, faster). */
+  const double c0[AT_TM_NF] = {0, 1.2, 0, 0}, c1[AT_TM_NF] = {0, 0.8, 0, 0};
+  memcpy(tm.coef[0], c0, sizeof c0);
+  memcpy(tm.coef[1], c1, sizeof c1);
+  const at_op *op = at_op_find("gemm_a8w8_blockscale");
+  CHECK(op != NULL && op->plan_factor != NULL);
+  if (!op || !op->plan_factor) return;
+  const int64_t n = 4608, k = 18432;
+  CHECK(fabs(at_tm_predict(&tm, 0, 512, n, k, 0) - 1.2 * 144) < 1e-9);
+  CHECK(fabs(at_tm_predict(&tm, 1, 512, n, k, 0) - 0.8 * 2 * 144) < 1e-9);
+  const char *names[AT_MAX_PARAMS];
+  const at_params p1 = at_config_params(&tm.configs[1], names);
+  const at_shape s512 = {512, n, k};
+  const double f = op->plan_factor("sm90", &p1, &s512, 132, 0);
+  CHECK(f > 0.5 && f < 0.75); /* the tail's model: the second wave's 6 clusters over the whole GPU */
+  CHECK(fabs(at_tm_predict_planned(&tm, op, 1, 512, n, k, 0) - f * at_tm_predict(&tm, 1, 512, n, k, 0)) < 1e-9);
+  CHECK(at_tm_predict_planned(&tm, op, 0, 512, n, k, 0) == at_tm_predict(&tm, 0, 512, n, k, 0)); /* one wave */
+  CHECK(at_tm_predict_planned(&tm, NULL, 1, 512, n, k, 0) == at_tm_predict(&tm, 1, 512, n, k, 0));
+  /* At other M, as measured alone: below, and above, where the plan would still split (768, 1024). */
+  CHECK(at_tm_predict_planned(&tm, op, 1, 384, n, k, 0) == at_tm_predict(&tm, 1, 384, n, k, 0));
+  const at_shape s768 = {768, n, k}, s1024 = {1024, n, k};
+  CHECK(op->plan_factor("sm90", &p1, &s768, 132, 0) < 1 || op->plan_factor("sm90", &p1, &s1024, 132, 0) < 1);
+  CHECK(at_tm_predict_planned(&tm, op, 1, 768, n, k, 0) == at_tm_predict(&tm, 1, 768, n, k, 0));
+  CHECK(at_tm_predict_planned(&tm, op, 1, 1024, n, k, 0) == at_tm_predict(&tm, 1, 1024, n, k, 0));
+  CHECK_EQ_INT(at_tm_best(&tm, NULL, 0, 512, n, k, 0), 0);
+  CHECK_EQ_INT(at_tm_best(&tm, op, 0, 512, n, k, 0), 0); /* a runtime without the tail */
+  CHECK_EQ_INT(at_tm_best(&tm, op, 1, 512, n, k, 0), 1);
+  /* As the runtime answers, a tile of more than max(64, 2 M) rows is not offered (block_m_fits). */
+  CHECK_EQ_INT(at_tm_best(&tm, op, 1, 32, n, k, 0), -1);
+  CHECK(at_tm_best(&tm, NULL, 0, 32, n, k, 0) >= 0);
+  CHECK(at_tm_best(&tm, op, 1, 64, n, k, 0) >= 0);
+  at_config_set cs;
+  at_tm_answer(&tm, op, 1, n, k, 0, &cs);
+  int e = -1;
+  CHECK_EQ_INT(block_n_of(at_config_for_m(&cs, 512, &e)), 128);
+  /* The lookup of an (N, K) with no file composes the plan, unless its caller launches without it. */
+  char *dir = at_path_join(TMP, "planned");
+  CHECK_EQ_INT(at_mkdirs(dir), AT_OK);
+  char *text = at_tm_to_json(&tm);
+  write_text(dir, "sm90-GEMM-SYN-model.json", text);
+  for (int no_plan = 0; no_plan < 2; no_plan++) {
+    at_lookup_result r;
+    at_lookup_req q = {"gemm_a8w8_blockscale", "SYN", {"sm90", NULL}, n, k, NULL, dir, count_warning, 0, no_plan};
+    CHECK_EQ_INT(at_lookup(&q, &r), AT_OK);
+    CHECK_EQ_INT(r.source, AT_SRC_MODEL_FILE);
+    CHECK_EQ_INT(block_n_of(at_config_for_m(&r.set, 512, &e)), no_plan ? 192 : 128);
+  }
+  free(text);
+  free(dir);
+  at_tm_free(&tm);
 }
 
 static at_lookup_result *ask_as(const char *dir, const char *tag, int sm_count, int64_t n, int64_t k) {
