@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""test_scripts.py SOURCE_ROOT: the helper scripts that write config files.
+
+- scripts/configs_add_m.py: for every committed file with per-M entries and each of its M, the file
+  without that M (its per_M member and top-level copy taken out) merged with the committed file
+  gives the committed file back, byte for byte (so the output is in `autotune export`'s layout,
+  which test_export checks for committed files); a file without the top-level copies is refused.
+- scripts/one_config_dirs.py: one file per (N, K) of the shape file, each answering with the config
+  given (defaults filled in); a PARAMS that is not a JSON object is refused."""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = sys.argv[1] if len(sys.argv) > 1 else "."
+failed = checks = 0
+
+
+def check(ok, what):
+    global failed, checks
+    checks += 1
+    if not ok:
+        failed += 1
+        print("CHECK failed:", what)
+
+
+def drop_m(text, m):
+    """The file's text without per-M entry m: its per_M member's lines and its top-level copy."""
+    lines = text.splitlines(keepends=True)
+    out, skip = [], False
+    for line in lines:
+        if re.match(r'    "M_LEQ_\d+": ', line) or line.startswith("  }"):
+            skip = line.startswith('    "M_LEQ_%d": ' % m)
+        if skip or line.startswith('  "M_LEQ_%d": ' % m):
+            continue
+        out.append(line)
+    # The member now last in per_M, or last at the top level, loses its comma.
+    for i in range(1, len(out)):
+        if out[i].startswith("  }") or out[i].startswith("}"):
+            out[i - 1] = out[i - 1].rstrip("\n").rstrip(",") + "\n"
+    return "".join(out)
+
+
+def run(*args):
+    return subprocess.run([sys.executable] + list(args), capture_output=True, text=True)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    add_m = os.path.join(ROOT, "scripts", "configs_add_m.py")
+    files = [f for f in sorted(glob.glob(os.path.join(ROOT, "configs", "*.json"))) if not f.endswith("-model.json")]
+    merged = 0
+    for f in files:
+        text = open(f).read()
+        ms = [int(k[len("M_LEQ_"):]) for k in json.loads(text).get("per_M", {})]
+        for m in ms[:: max(1, len(ms) // 4)] + ms[-1:]:  # a few per file, the largest always
+            old = os.path.join(tmp, "old.json")
+            with open(old, "w") as fh:
+                fh.write(drop_m(text, m))
+            check("M_LEQ_%d" % m not in json.load(open(old))["per_M"], f"{f}: M {m} taken out")
+            r = run(add_m, old, f)
+            check(r.returncode == 0 and r.stdout == text, f"{f}: M {m} added back gives the file ({r.stderr.strip()})")
+            merged += 1
+    check(merged >= 40, f"merged {merged} times")
+    # A file without top-level copies is refused, naming the fix.
+    f = os.path.join(ROOT, "configs", "sm90-GEMM-A8W8_BLOCKSCALE-N=4096-K=4096.json")
+    text = open(f).read()
+    bare = "".join(l for l in text.splitlines(keepends=True) if not re.match(r'  "(M_LEQ_\d+|small|medium_M\d+|large|xlarge|any)": \{"variant"', l))
+    bare = re.sub(r",\n}\n$", "\n}\n", bare.replace("  }\n}", "  }\n}"))
+    old = os.path.join(tmp, "bare.json")
+    with open(old, "w") as fh:
+        fh.write(drop_m(bare, 256))
+    r = run(add_m, old, f)
+    check(r.returncode != 0 and "configs_seed_shape.py" in r.stderr, f"a file without copies refused ({r.stderr.strip()})")
+
+    one = os.path.join(ROOT, "scripts", "one_config_dirs.py")
+    shapes = os.path.join(tmp, "shapes.yaml")
+    with open(shapes, "w") as fh:
+        fh.write("shapes:\n  - {name: a, N: 4096, K: 4096, M: [16]}\n  - {name: b, N: 576, K: 7168, M: [16]}\n"
+                 "  # - {name: c, N: 8, K: 128, M: [1]}\n")
+    out = os.path.join(tmp, "xp")
+    r = run(one, out, shapes, "--", 'X={"BLOCK_M": 128, "BLOCK_N": 256, "STAGES": 4, "RESCALE": 1}')
+    got = sorted(os.listdir(os.path.join(out, "X"))) if r.returncode == 0 else []
+    check(got == ["sm90-GEMM-A8W8_BLOCKSCALE-N=4096-K=4096.json", "sm90-GEMM-A8W8_BLOCKSCALE-N=576-K=7168.json"],
+          f"one file per (N, K), comments skipped: {got} {r.stderr.strip()}")
+    if got:
+        j = json.load(open(os.path.join(out, "X", got[0])))
+        p = j["buckets"]["any"]["params"]
+        check(j["N"] == 4096 and j["K"] == 4096 and p["BLOCK_N"] == 256 and p["GROUP_M"] == 8 and p["CLUSTER_K"] == 1 and
+              all(j["buckets"][b]["params"] == p for b in j["buckets"]), "every bucket the config, defaults filled in")
+    r = run(one, out, shapes, "--", "X=[1]")
+    check(r.returncode != 0 and "expected NAME=" in r.stderr, "a PARAMS that is not an object refused")
+
+print(f"{checks} checks, {failed} failed")
+sys.exit(1 if failed else 0)
