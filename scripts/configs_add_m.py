@@ -108,7 +108,8 @@ def merge(old_text, new_text):
         _, _, n_b = object_blocks(nl, "buckets")
         if "any" not in o_b or "any" not in n_b:
             sys.exit("configs_add_m.py: a file without an `any` bucket")
-        i = b_start + sum(len(v) for k, v in o_b.items() if list(o_b).index(k) < list(o_b).index("any"))
+        names = list(o_b)  # members in file order: `any` starts after the lines of those before it
+        i = b_start + sum(len(o_b[k]) for k in names[: names.index("any")])
         new_any = list(n_b["any"])
         new_any[-1] = with_comma(new_any[-1], out[i + len(o_b["any"]) - 1].rstrip("\n").endswith(","))
         out = out[:i] + new_any + out[i + len(o_b["any"]):]

@@ -107,17 +107,12 @@ double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64
  * 1024 and 2048 it swapped configs that ran within a few percent of each other, 192 x 192 tiles
  * for slower 128 x 128 pairs among them (session 12); at decode sizes the plan favoured 128 x 192
  * tiles on N = 13312-16384 that ran 1.3-1.4x slower (session 10, run30); 768 was not measured. */
-#ifndef AT_TM_PLAN_MIN_M
-#define AT_TM_PLAN_MIN_M 512
-#endif
-#ifndef AT_TM_PLAN_MAX_M
-#define AT_TM_PLAN_MAX_M 512
-#endif
+enum { PLAN_M = 512 };
 
 double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
                              int sm_count) {
   double t = at_tm_predict(tm, i, m, n, k, sm_count);
-  if (t > 0 && op && op->plan_factor && m >= AT_TM_PLAN_MIN_M && m <= AT_TM_PLAN_MAX_M) {
+  if (t > 0 && op && op->plan_factor && m == PLAN_M) {
     const char *names[AT_MAX_PARAMS];
     const at_params p = at_config_params(&tm->configs[i], names);
     const at_shape s = {m, n, k};
