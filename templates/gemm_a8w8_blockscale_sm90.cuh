@@ -64,7 +64,15 @@
 // last of the SPLIT_K to arrive sums the partials in split order (arrival order does not change
 // the result), resets the counter to zero, and stores as above: the invariant of
 // gemm_a8w8_blockscale_args.h, with tiles * MATH_WG counters (too few traps).
-// Tails: TMA reads rows past M or N as zeros; scale reads are clamped to the last row or block.
+// Tails: only rows inside A and B are fetched. Each operand has two tensor maps: boxes of the
+// whole share (BLOCK_M / CLUSTER_N rows of A, BLOCK_N / CLUSTER_M of B) and boxes of the rows left
+// at the end (M or N modulo that), for the one share a tile row or column may end in; a share past
+// the end is not loaded, and the full barrier expects the bytes of the rows inside. The shared
+// memory rows not loaded keep what they held (stale, even NaN), so the tile's rows and columns
+// past M and N hold garbage, which nothing stores: a row (column) of C depends on its own row of A
+// (B) alone. (Boxes partly past the end, zero-filled by TMA, ran the whole call 1.3-1.6x slower on
+// the H100 at M = 200-448, docs/perf.md, "Rows past M".) Scale reads are clamped to the last row or
+// block.
 // Programmatic dependent launch: every thread waits (griddepcontrol.wait) after the setup (barriers,
 // cluster sync, descriptor prefetch) and before any global memory access, then lets the stream's
 // next kernel be scheduled; launched with the attribute (the runtime's default), the setup overlaps
@@ -116,8 +124,8 @@
 // from a peer may land before the local arrive.expect_tx, which the phase tolerates (it cannot
 // complete while the local arrival is pending). The walk is per cluster (cluster c takes units c,
 // c + clusters, ...), so the CTAs of a cluster see the same k-blocks in the same order. A CTA whose
-// tile lies past M or N still loads its share (coordinates clamped into the matrix) and computes
-// rows that the store drops. The cluster is synchronised after the barriers are initialised (no
+// tile lies past M or N loads none of its A (B) share but still its share of the other operand,
+// which its peers need, and computes rows that the store drops. The cluster is synchronised after the barriers are initialised (no
 // remote arrival or multicast before). At exit, no cluster barrier (its release would cost every
 // thread a wait for its stores); instead no CTA exits while another may still write into it:
 // multicast bytes land before the receiver's consumers pass its full barrier, and each producer
@@ -256,7 +264,8 @@ template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PI
           int CLUSTER_N = 1, int KPIPE = 1, int RESCALE = 0, int STORE = 0, int CLUSTER_K = 1>
 __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 128 ? 2 : 1)), 1)
     gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
-                              const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_b) {
+                              const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_a_end,
+                              const __grid_constant__ at_tmap tmap_b, const __grid_constant__ at_tmap tmap_b_end) {
   using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES, CLUSTER_K, STORE>;
   constexpr int MATH_WG = L::math_wg, WAVES = L::waves;
   constexpr int NACC = BLOCK_N / 2;  // fp32 accumulators per thread for a 64 x BLOCK_N slice
@@ -327,6 +336,8 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
     at_mbar_init_fence();
     at_tma_prefetch(&tmap_a);
     at_tma_prefetch(&tmap_b);
+    if (args.m % (BLOCK_M / CLUSTER_N)) at_tma_prefetch(&tmap_a_end);
+    if (args.n % (BLOCK_N / CLUSTER_M)) at_tma_prefetch(&tmap_b_end);
   }
   // No remote arrival or multicast into a barrier before it is initialised (its init fenced above).
   if (CLUSTER > 1)
@@ -386,26 +397,38 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       for (int u = first_unit; u < units; u += unit_step) {
         at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS>(u, tiles_m, tiles_n, KB, group_m, split_k);
         if (CLUSTER_K == 2) at_sm90::k_half(p, kr);
-        const int a_row = min(p.m0 + rm * BLOCK_M + rn * A_ROWS, M - 1);
-        const int b_row = min(p.n0 + rn * BLOCK_N + rm * B_ROWS, N - 1);
+        // This CTA's A and B tiles, and its shares of them. Only rows inside A and B are fetched
+        // (see "Tails" at the top): a share wholly inside by the tensor map of whole boxes, the one
+        // share that ends at M (N) by the map whose box is the rows left there, one past it not at
+        // all; every CTA that shares a tile expects the bytes of its rows inside.
+        const int a_tile = p.m0 + rm * BLOCK_M, b_tile = p.n0 + rn * BLOCK_N;
+        const int a_row = a_tile + rn * A_ROWS, b_row = b_tile + rm * B_ROWS;
+        const int a_left = M - a_row, b_left = N - b_row;
+        const at_tmap *const map_a = a_left >= A_ROWS ? &tmap_a : &tmap_a_end;
+        const at_tmap *const map_b = b_left >= B_ROWS ? &tmap_b : &tmap_b_end;
+        const at_u32 tx = 128u * (at_u32)(min(max(M - a_tile, 0), BLOCK_M) + min(max(N - b_tile, 0), BLOCK_N));
         const at_u32 a_dst = base + L::a_off + rn * A_ROWS * 128, b_dst = base + L::b_off + rm * B_ROWS * 128;
         for (int kb = p.kb0; kb < p.kb1; kb++, it++) {
           const int s = it % STAGES;
           const at_u32 phase = (at_u32)(it / STAGES) & 1u;
           at_mbar_wait(empty0 + s * 8, phase ^ 1u);
-          at_mbar_arrive_expect_tx(full0 + s * 8, L::a_stage + L::b_stage);
-          if (CLUSTER_N > 1)
-            at_tma_load_2d_mc(a_dst + s * L::a_stage, &tmap_a, kb * 128, a_row, full0 + s * 8, a_mask);
+          at_mbar_arrive_expect_tx(full0 + s * 8, tx);
+          if (a_left <= 0)
+            ;
+          else if (CLUSTER_N > 1)
+            at_tma_load_2d_mc(a_dst + s * L::a_stage, map_a, kb * 128, a_row, full0 + s * 8, a_mask);
           else
-            at_tma_load_2d(a_dst + s * L::a_stage, &tmap_a, kb * 128, a_row, full0 + s * 8);
-          if (CLUSTER_M > 1 && b_once)
-            at_tma_load_2d_mc_pol(b_dst + s * L::b_stage, &tmap_b, kb * 128, b_row, full0 + s * 8, b_mask, pol_b);
+            at_tma_load_2d(a_dst + s * L::a_stage, map_a, kb * 128, a_row, full0 + s * 8);
+          if (b_left <= 0)
+            ;
+          else if (CLUSTER_M > 1 && b_once)
+            at_tma_load_2d_mc_pol(b_dst + s * L::b_stage, map_b, kb * 128, b_row, full0 + s * 8, b_mask, pol_b);
           else if (CLUSTER_M > 1)
-            at_tma_load_2d_mc(b_dst + s * L::b_stage, &tmap_b, kb * 128, b_row, full0 + s * 8, b_mask);
+            at_tma_load_2d_mc(b_dst + s * L::b_stage, map_b, kb * 128, b_row, full0 + s * 8, b_mask);
           else if (b_once)
-            at_tma_load_2d_pol(b_dst + s * L::b_stage, &tmap_b, kb * 128, b_row, full0 + s * 8, pol_b);
+            at_tma_load_2d_pol(b_dst + s * L::b_stage, map_b, kb * 128, b_row, full0 + s * 8, pol_b);
           else
-            at_tma_load_2d(b_dst + s * L::b_stage, &tmap_b, kb * 128, b_row, full0 + s * 8);
+            at_tma_load_2d(b_dst + s * L::b_stage, map_b, kb * 128, b_row, full0 + s * 8);
         }
       }
       // The tail: wait until every consumer of the multicast group, in this CTA and the others, has

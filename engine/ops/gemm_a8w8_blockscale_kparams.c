@@ -28,12 +28,12 @@ typedef struct tmap_slot {
   CUtensorMap map;
 } tmap_slot;
 
-enum { TMAP_SLOTS = 16 };
+enum { TMAP_SLOTS = 32 }; /* four maps a launch, two launches a call (the tail), a few shapes */
 static _Thread_local tmap_slot tl_maps[TMAP_SLOTS];
 static _Thread_local unsigned tl_next;
 
 /* A row-major rows x K matrix of bytes, read in boxes of 128 bytes of K by `box` rows, 128-byte
- * swizzled in shared memory; rows past the end read as zeros. */
+ * swizzled in shared memory (the kernel asks for no box that reaches past the last row). */
 static int tensor_map(uint64_t ptr, int rows, int k, int box, CUtensorMap *out) {
   for (unsigned i = 0; i < TMAP_SLOTS; i++) {
     const tmap_slot *s = &tl_maps[i];
@@ -65,10 +65,18 @@ int at_a8w8_kparams(const at_a8w8_plan *plan, const at_gemm_a8w8_blockscale_args
   a->group_m = plan->group_m;
   a->split_k = plan->split_k;
   if (!plan->tma) return AT_OK;
+  /* Each operand: boxes of whole shares, and boxes of the rows left at its end (M or N modulo the
+   * share; the whole share when nothing is left over, a map the kernel then never uses). */
   CUtensorMap *ma = at_kparams_push(out, sizeof(CUtensorMap), 64);
+  CUtensorMap *ma_end = at_kparams_push(out, sizeof(CUtensorMap), 64);
   CUtensorMap *mb = at_kparams_push(out, sizeof(CUtensorMap), 64);
-  if (!ma || !mb) return at_fail(AT_ERR_RUNTIME, "kernel parameters do not fit");
+  CUtensorMap *mb_end = at_kparams_push(out, sizeof(CUtensorMap), 64);
+  if (!ma || !ma_end || !mb || !mb_end) return at_fail(AT_ERR_RUNTIME, "kernel parameters do not fit");
+  const int a_end = args->m % plan->box_m ? args->m % plan->box_m : plan->box_m;
+  const int b_end = args->n % plan->box_n ? args->n % plan->box_n : plan->box_n;
   AT_TRY(tensor_map(args->a, args->m, args->k, plan->box_m, ma));
+  AT_TRY(tensor_map(args->a, args->m, args->k, a_end, ma_end));
   AT_TRY(tensor_map(args->b, args->n, args->k, plan->box_n, mb));
+  AT_TRY(tensor_map(args->b, args->n, args->k, b_end, mb_end));
   return AT_OK;
 }

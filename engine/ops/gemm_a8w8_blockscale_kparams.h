@@ -4,10 +4,12 @@
  * kernel is launched the same way in both.
  *
  *   mma    (args)
- *   sm90   (args, tensor map of A, tensor map of B): TMA descriptors with 128-byte swizzle, boxes of
- *          128 bytes of K by BLOCK_M rows of A and BLOCK_N rows of B, made with the driver's
- *          cuTensorMapEncodeTiled and passed by value (__grid_constant__), so that a CUDA graph
- *          that captured the launch keeps its own copy. */
+ *   sm90   (args, tensor maps of A: whole and end boxes, of B: whole and end boxes): TMA descriptors
+ *          with 128-byte swizzle, boxes of 128 bytes of K by a CTA's share of the tile's rows
+ *          (BLOCK_M / CLUSTER_N of A, BLOCK_N / CLUSTER_M of B), and by the rows left at the end
+ *          of A and B (M and N modulo the share), so that no load reaches past the end; made with
+ *          the driver's cuTensorMapEncodeTiled and passed by value (__grid_constant__), so that a
+ *          CUDA graph that captured the launch keeps its own copy. */
 #ifndef AT_OPS_GEMM_A8W8_BLOCKSCALE_KPARAMS_H
 #define AT_OPS_GEMM_A8W8_BLOCKSCALE_KPARAMS_H
 
@@ -18,7 +20,7 @@
 /* What a family needs per launch, worked out once per kernel from its parameters. */
 typedef struct at_a8w8_plan {
   int tma;              /* 1: the sm90 protocol */
-  int box_m, box_n;     /* TMA box rows of A and B */
+  int box_m, box_n;     /* TMA box rows of A and B: a CTA's share of the tile */
   int group_m, split_k; /* the candidate's GROUP_M and SPLIT_K, for args (its launch parameters) */
 } at_a8w8_plan;
 
