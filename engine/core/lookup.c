@@ -169,12 +169,26 @@ static char **list_dir(const at_lookup_req *q, size_t *n) {
  * against 0.97x and 0.89x, 6 shapes above 1.10x against 13; used at every M, it lost at M 4096 and
  * 8192, where configs differ by a few percent (its error) and the default file's 128 x 256 tiles
  * ran 3-10% faster on most shapes. */
+#ifndef MODEL_MAX_M
 #define MODEL_MAX_M 2048
+#endif
+
+/* Above MODEL_MAX_M the model's answer replaces the default file's at a grid M only where it
+ * predicts the default file's config there this many times as slow as its own pick: a wave count
+ * gone wrong (the default file's one 128 x 256 config on a narrow N), not the few percent the
+ * model errs by. 0: never. On the H100 (docs/perf.md, "The time model refitted"), on the 302
+ * untuned shapes of holdout.yaml's prefill groups and five models of llm.yaml, 1.15 changed 8
+ * answers, all at M 2049-4096: 6 ran 5-10% faster (3000 x 3072 x 2048: 1.01x to 0.91x
+ * cuBLASLt's time), 2 ran 5-7% slower (3000 x 2560 x 8192: 0.98x to 1.05x). The model used up
+ * to 3072 outright changed 23, as many slower as faster. */
+#ifndef MODEL_ABOVE_GAIN
+#define MODEL_ABOVE_GAIN 1.15
+#endif
 
 /* The time model <device>-GEMM-<tag>-model.json (timemodel.h): its answer for (N, K) into *set,
  * the file into path, its tag into tag. 0 when there is none or it cannot be read (a warning). */
 static int from_model(const at_lookup_req *q, const at_op *op, char **names, size_t n, at_config_set *set, char *path,
-                      size_t path_len, char *tag, size_t tag_len) {
+                      size_t path_len, char *tag, size_t tag_len, at_time_model *keep) {
   int found = 0;
   for (int d = 0; d < 2 && q->device_names[d] && !found; d++) {
     char prefix[200];
@@ -197,6 +211,7 @@ static int from_model(const at_lookup_req *q, const at_op *op, char **names, siz
           found = set->nmleq > 0;
           snprintf(path, path_len, "%s", p);
           snprintf(tag, tag_len, "%s", tm.tag);
+          if (found && keep) *keep = tm, memset(&tm, 0, sizeof tm); /* the caller frees it */
         }
         at_tm_free(&tm);
       }
@@ -205,6 +220,35 @@ static int from_model(const at_lookup_req *q, const at_op *op, char **names, siz
     }
   }
   return found;
+}
+
+/* The default file's entries above MODEL_MAX_M in set, overruled at the model's grid M where the
+ * model predicts them MODEL_ABOVE_GAIN times as slow as its own pick (model: its answer). Decided
+ * on set as it was, then inserted, so that one insertion does not move another's comparison. */
+static void model_above(at_config_set *set, const at_config_set *model, const at_time_model *tm, const at_lookup_req *q) {
+  if (!(MODEL_ABOVE_GAIN > 0)) return;
+  int take[AT_MAX_MLEQ] = {0};
+  for (int e = 0; e < model->nmleq; e++) {
+    const int64_t g = model->mleq_m[e];
+    if (g <= MODEL_MAX_M || !model->mleq[e].valid) continue;
+    const at_config *now = at_config_for_m(set, g, NULL);
+    double t_now = at_tm_predict_config(tm, now, g, q->n, q->k, q->sm_count);
+    double t_model = at_tm_predict_config(tm, &model->mleq[e], g, q->n, q->k, q->sm_count);
+    take[e] = t_now > 0 && t_model > 0 && t_now > MODEL_ABOVE_GAIN * t_model;
+  }
+  for (int e = 0; e < model->nmleq; e++) {
+    if (!take[e]) continue;
+    const int64_t g = model->mleq_m[e];
+    int i = 0;
+    while (i < set->nmleq && set->mleq_m[i] < g) i++;
+    if (i == set->nmleq || set->mleq_m[i] != g) {
+      if (set->nmleq == AT_MAX_MLEQ) continue;
+      for (int j = set->nmleq; j > i; j--)
+        set->mleq_m[j] = set->mleq_m[j - 1], set->mleq[j] = set->mleq[j - 1], set->mleq_time_us[j] = set->mleq_time_us[j - 1];
+      set->nmleq++;
+    }
+    set->mleq_m[i] = g, set->mleq[i] = model->mleq[e], set->mleq_time_us[i] = 0;
+  }
 }
 
 /* Files named <device>-GEMM-<tag><suffix>; suffix "-N=..-K=...json" or ".json" (not "-model.json"). */
@@ -316,11 +360,16 @@ int at_lookup(const at_lookup_req *q, at_lookup_result *out) {
       /* An (N, K) nobody tuned: the time model up to MODEL_MAX_M and the default file above; either
        * alone when the other is missing; without a model the nearest file up to NEAREST_MAX_M. */
       at_config_set *model = at_xcalloc(1, sizeof *model);
+      at_time_model tm;
+      memset(&tm, 0, sizeof tm);
       char model_path[1024], model_tag[64];
-      int have_model = from_model(q, op, names, n, model, model_path, sizeof model_path, model_tag, sizeof model_tag);
+      int have_model =
+          from_model(q, op, names, n, model, model_path, sizeof model_path, model_tag, sizeof model_tag, &tm);
       at_lookup_req same_tag = *q; /* the default file of the model's tag, not of another */
       if (have_model) same_tag.tag = model_tag;
       found = from_files(&same_tag, names, n, out, 1, have_model ? model : NULL, model_path);
+      if (found && have_model && out->source == AT_SRC_MODEL_FILE) model_above(&out->set, model, &tm, q);
+      at_tm_free(&tm);
       if (!found && have_model) {
         out->set = *model;
         out->source = AT_SRC_MODEL_FILE;

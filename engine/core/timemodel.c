@@ -23,11 +23,12 @@ int at_tm_features(const at_config *c, int64_t m, int64_t n, int64_t k, int sm_c
   int64_t bm = at_params_get(&p, "BLOCK_M", 0), bn = at_params_get(&p, "BLOCK_N", 0);
   if (bm < 1 || bn < 1 || sm_count < 1) return -1;
   int64_t sk = at_params_get(&p, "SPLIT_K", 1), ck = at_params_get(&p, "CLUSTER_K", 1);
-  int64_t cs = at_params_get(&p, "CLUSTER_M", 1) * at_params_get(&p, "CLUSTER_N", 1) * ck;
-  if (sk < 1 || ck < 1 || cs < 1) return -1;
+  int64_t cm = at_params_get(&p, "CLUSTER_M", 1), cn = at_params_get(&p, "CLUSTER_N", 1), cs = cm * cn * ck;
+  if (sk < 1 || ck < 1 || cm < 1 || cn < 1) return -1;
   int64_t slots = (sm_count / cs) * cs;
   if (slots < 1) slots = cs;
-  int64_t ctas = cdiv(m, bm) * cdiv(n, bn) * sk * ck;
+  /* Whole cluster tiles: a CTA of a cluster whose tile lies past M or N still runs. */
+  int64_t ctas = cdiv(m, bm * cm) * cm * cdiv(n, bn * cn) * cn * sk * ck;
   double waves = (double)cdiv(ctas, slots), active = (double)(ctas < slots ? ctas : slots);
   double kblocks = (double)cdiv(k, 128) / (double)(sk * ck);
   f[0] = 1.0;
@@ -143,6 +144,21 @@ int at_tm_best(const at_time_model *tm, const at_op *op, int plan, int64_t m, in
     if (t > 0 && (best < 0 || t < best_t)) best = i, best_t = t;
   }
   return best;
+}
+
+static int same_config(const at_config *a, const at_config *b) {
+  if (strcmp(a->family, b->family) != 0 || strcmp(a->template_name, b->template_name) != 0 || a->nparams != b->nparams)
+    return 0;
+  for (int i = 0; i < a->nparams; i++)
+    if (strcmp(a->names[i], b->names[i]) != 0 || a->values[i] != b->values[i]) return 0;
+  return 1;
+}
+
+double at_tm_predict_config(const at_time_model *tm, const at_config *c, int64_t m, int64_t n, int64_t k,
+                            int sm_count) {
+  for (int i = 0; c && i < tm->nconfigs; i++)
+    if (same_config(&tm->configs[i], c)) return at_tm_predict(tm, i, m, n, k, sm_count);
+  return 0;
 }
 
 void at_tm_answer(const at_time_model *tm, const at_op *op, int plan, int64_t n, int64_t k, int sm_count,

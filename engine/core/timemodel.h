@@ -9,7 +9,8 @@
  *
  * Features of config c on (M, N, K) with S SMs (BLOCK_M, BLOCK_N, SPLIT_K, CLUSTER_M, CLUSTER_N,
  * CLUSTER_K of c; a missing SPLIT_K or CLUSTER_* counts as 1):
- *   tiles  = ceil(M / BLOCK_M) ceil(N / BLOCK_N);  cs = CLUSTER_M CLUSTER_N CLUSTER_K
+ *   tiles  = ceil(M / (BLOCK_M CLUSTER_M)) CLUSTER_M ceil(N / (BLOCK_N CLUSTER_N)) CLUSTER_N (whole
+ *            cluster tiles: a CTA whose tile lies past M or N runs too);  cs = CLUSTER_M CLUSTER_N CLUSTER_K
  *   ctas   = tiles SPLIT_K CLUSTER_K;  slots = floor(S / cs) cs;  active = min(ctas, slots)
  *   waves  = ceil(ctas / slots);  kblocks = ceil(K / 128) / (SPLIT_K CLUSTER_K)
  *   f = [1, waves kblocks, (M K + N K) / 1e6, waves kblocks active / S]
@@ -61,6 +62,11 @@ double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64
  * says nothing about config i). op NULL, or another M: at_tm_predict. */
 double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
                              int sm_count);
+
+/* Predicted time (at_tm_predict) of the menu config with c's family, template and parameters (its
+ * variant name aside: files name their configs otherwise); <= 0 when c is not on the menu. */
+double at_tm_predict_config(const at_time_model *tm, const at_config *c, int64_t m, int64_t n, int64_t k,
+                            int sm_count);
 
 /* The index of the config of least predicted time on (m, n, k); -1 when none predicts. With op, as
  * the runtime answers: only configs whose BLOCK_M is at most max(64, 2 m) (the spaces'

@@ -171,6 +171,28 @@ static at_config sm90_config(const char *params) {
   return c;
 }
 
+/* Clusters run whole: pairs of 128-row tiles along M at M = 384 are two cluster rows, four CTA rows
+ * (the fourth past M still runs), so 4 x 8 = 32 CTAs at N = 1024 where lone 128-row tiles are 24. */
+static void cluster_tiles(void) {
+  at_config pair = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_M\":2,\"CLUSTER_N\":1,\"STAGES\":6}");
+  at_config lone = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":128,\"STAGES\":6}");
+  double f[AT_TM_NF];
+  CHECK_EQ_INT(at_tm_features(&pair, 384, 1024, 1024, 132, f), 0);
+  CHECK(f[1] == 8 && f[3] == 8.0 * 32 / 132);
+  CHECK_EQ_INT(at_tm_features(&lone, 384, 1024, 1024, 132, f), 0);
+  CHECK(f[1] == 8 && f[3] == 8.0 * 24 / 132);
+  /* Pairs along N (CLUSTER_N 2) likewise: N = 1,000 is seven 128-column tiles, eight CTA columns
+   * in pairs, so 200 x 1,000 runs 2 x 8 CTAs. */
+  at_config npair = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_M\":1,\"CLUSTER_N\":2,\"STAGES\":6}");
+  CHECK_EQ_INT(at_tm_features(&npair, 200, 1000, 1024, 132, f), 0);
+  CHECK(f[1] == 8 && f[3] == 8.0 * 16 / 132);
+  /* And the waves: 131 rows of tiles on 131 SMs are one wave alone, two in pairs (132 CTAs, 130 slots). */
+  CHECK_EQ_INT(at_tm_features(&lone, 128 * 131, 128, 1024, 131, f), 0);
+  CHECK(f[1] == 8);
+  CHECK_EQ_INT(at_tm_features(&pair, 128 * 131, 128, 1024, 131, f), 0);
+  CHECK(f[1] == 2 * 8);
+}
+
 static int parse_model(const char *text, at_time_model *tm) {
   at_json *j = NULL;
   int rc = at_json_parse("m.json", text, strlen(text), &j);
@@ -320,6 +342,41 @@ static at_lookup_result *ask_as(const char *dir, const char *tag, int sm_count, 
 }
 
 static at_lookup_result *ask(const char *dir, int64_t n, int64_t k) { return ask_as(dir, "SYN", 0, n, k); }
+
+/* Above M = 2048 the default file answers, unless the model predicts its config there 1.15 times as
+ * slow as the model's own pick: the default file's 16 x 64 tiles at M = 4096 (258 predicted
+ * against 18 for 128 x 128, answer_picks) give way at the grid M above 2048; a config the model
+ * has no prediction for (32 x 64, not on its menu) stays. */
+static void model_above(void) {
+  char *dir = at_path_join(TMP, "configs_above");
+  CHECK_EQ_INT(at_mkdirs(dir), AT_OK);
+  at_config_set def;
+  memset(&def, 0, sizeof def);
+  snprintf(def.op, sizeof def.op, "gemm_a8w8_blockscale");
+  snprintf(def.tag, sizeof def.tag, "SYN");
+  snprintf(def.device, sizeof def.device, "sm90");
+  def.bucket[AT_BUCKET_ANY] = mma_config(32, 64);
+  def.nmleq = 2;
+  def.mleq_m[0] = 4096, def.mleq[0] = mma_config(16, 64);
+  def.mleq_m[1] = 8192, def.mleq[1] = mma_config(32, 64);
+  char *text = at_config_set_to_json(&def);
+  write_text(dir, "sm90-GEMM-SYN.json", text);
+  free(text);
+  at_time_model tm = two_configs();
+  text = at_tm_to_json(&tm);
+  write_text(dir, "sm90-GEMM-SYN-model.json", text);
+  free(text);
+  at_tm_free(&tm);
+  at_lookup_result *r = ask(dir, 1024, 1024);
+  int e;
+  CHECK_EQ_INT(r->source, AT_SRC_MODEL_FILE);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 3000, &e)), 128); /* grid 3072: the model's */
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 4096, &e)), 128); /* overrules the file's 16 x 64 */
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 8192, &e)), 32);  /* not on the menu: the file's */
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 100000, &e)), 32); /* any: the file's */
+  for (int i = 1; i < r->set.nmleq; i++) CHECK(r->set.mleq_m[i - 1] < r->set.mleq_m[i]); /* still ascending */
+  free(dir);
+}
 
 static void lookup_order(void) {
   char *dir = at_path_join(TMP, "configs");
@@ -500,10 +557,12 @@ int main(int argc, char **argv) {
   EXE = argv[1];
   TMP = scratch_dir("timemodel");
   fit_recovers();
+  cluster_tiles();
   answer_picks();
   answer_with_plan();
   json_roundtrip();
   lookup_order();
+  model_above();
   fit_from_db();
   return check_summary();
 }
