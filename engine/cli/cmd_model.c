@@ -17,7 +17,7 @@
 static const char *USAGE =
     "usage: autotune model [--db PATH] [--out DIR] [--device-name arch|product] [--tag TAG] [--min-share PCT]\n\n"
     "Fits the time model of every (device, op, tag) of a menu run's DB and writes\n"
-    "DIR/<device>-GEMM-<TAG>-model.json: per config, four coefficients of its time against the\n"
+    "DIR/<device>-GEMM-<TAG>-model.json: per config, five coefficients of its time against the\n"
     "geometry of its launch. The runtime picks from it for an (N, K) with no file of its own.\n\n"
     "  --db PATH            the DB of a menu run (default $AUTOTUNE_DB, else tuned/autotune.db)\n"
     "  --out DIR            where the file goes (default configs)\n"

@@ -35,6 +35,7 @@ int at_tm_features(const at_config *c, int64_t m, int64_t n, int64_t k, int sm_c
   f[1] = waves * kblocks;
   f[2] = ((double)m * (double)k + (double)n * (double)k) / 1e6;
   f[3] = waves * kblocks * active / sm_count;
+  f[4] = waves;
   return 0;
 }
 
@@ -188,7 +189,7 @@ int at_tm_is_model_file(const char *f) {
 
 char *at_tm_to_json(const at_time_model *tm) {
   at_buf b = {0};
-  at_buf_puts(&b, "{\n  \"format\": \"autotune-model/1\",\n  \"op\": ");
+  at_buf_puts(&b, "{\n  \"format\": \"autotune-model/2\",\n  \"op\": ");
   at_buf_json_string(&b, tm->op);
   at_buf_puts(&b, ",\n  \"tag\": ");
   at_buf_json_string(&b, tm->tag);
@@ -200,7 +201,7 @@ char *at_tm_to_json(const at_time_model *tm) {
   at_buf_json_string(&b, tm->arch);
   at_buf_printf(&b, ",\n  \"sm_count\": %d,\n  \"fit_shapes\": %d,", tm->sm_count, tm->fit_shapes);
   at_buf_puts(&b, "\n  \"features\": [\"1\", \"waves * kblocks\", \"(M K + N K) / 1e6\", "
-                  "\"waves * kblocks * active / sm_count\"],\n  \"configs\": [");
+                  "\"waves * kblocks * active / sm_count\", \"waves\"],\n  \"configs\": [");
   for (int i = 0; i < tm->nconfigs; i++) {
     const at_config *c = &tm->configs[i];
     at_buf_printf(&b, "%s\n    {\"variant\": ", i ? "," : "");
@@ -229,7 +230,9 @@ void at_tm_free(at_time_model *tm) {
   memset(tm, 0, sizeof *tm);
 }
 
-static int read_configs(const char *name, const at_json *cs, at_time_model *out) {
+/* nf: the coefficients a config has in this file's format (4 in format 1, AT_TM_NF in 2); the
+ * features past them get 0. */
+static int read_configs(const char *name, const at_json *cs, int nf, at_time_model *out) {
   if (!cs || cs->kind != AT_J_ARRAY || cs->n == 0 || cs->n > AT_TM_MAX_CONFIGS)
     return at_fail(AT_ERR_INPUT, "%s: \"configs\" must be an array of 1 to %d configs", name, AT_TM_MAX_CONFIGS);
   out->configs = at_xcalloc(cs->n, sizeof *out->configs);
@@ -246,11 +249,11 @@ static int read_configs(const char *name, const at_json *cs, at_time_model *out)
     if (at_tm_features(&out->configs[i], 1, 1, 1, 1, f))
       return at_fail(AT_ERR_INPUT, "%s: params need BLOCK_M and BLOCK_N of at least 1 (and SPLIT_K, CLUSTER_* >= 1)", where);
     const at_json *coef = at_json_get(c, "coef");
-    if (!coef || coef->kind != AT_J_ARRAY || coef->n != AT_TM_NF)
-      return at_fail(AT_ERR_INPUT, "%s: \"coef\" must be an array of %d numbers", where, AT_TM_NF);
-    for (int j = 0; j < AT_TM_NF; j++) {
+    if (!coef || coef->kind != AT_J_ARRAY || coef->n != (size_t)nf)
+      return at_fail(AT_ERR_INPUT, "%s: \"coef\" must be an array of %d numbers", where, nf);
+    for (int j = 0; j < nf; j++) {
       if (coef->items[j]->kind != AT_J_NUMBER || !isfinite(coef->items[j]->number))
-        return at_fail(AT_ERR_INPUT, "%s: \"coef\" must be an array of %d numbers", where, AT_TM_NF);
+        return at_fail(AT_ERR_INPUT, "%s: \"coef\" must be an array of %d numbers", where, nf);
       out->coef[i][j] = coef->items[j]->number;
     }
     int64_t v = 0;
@@ -269,8 +272,8 @@ int at_tm_from_json(const char *name, const at_json *j, at_time_model *out) {
   memset(out, 0, sizeof *out);
   if (!j || j->kind != AT_J_OBJECT) return at_fail(AT_ERR_INPUT, "%s: not a JSON object", name);
   const char *format = at_json_str(j, "format");
-  if (!format || strcmp(format, "autotune-model/1") != 0)
-    return at_fail(AT_ERR_INPUT, "%s: \"format\" is not \"autotune-model/1\"", name);
+  const int nf = !format ? 0 : strcmp(format, "autotune-model/2") == 0 ? AT_TM_NF : strcmp(format, "autotune-model/1") == 0 ? 4 : 0;
+  if (!nf) return at_fail(AT_ERR_INPUT, "%s: \"format\" is not \"autotune-model/2\" (or 1)", name);
   AT_TRY(at_json_copy_str(name, j, "op", out->op, sizeof out->op, 1));
   AT_TRY(at_json_copy_str(name, j, "tag", out->tag, sizeof out->tag, 1));
   AT_TRY(at_json_copy_str(name, j, "device", out->device, sizeof out->device, 1));
@@ -281,7 +284,7 @@ int at_tm_from_json(const char *name, const at_json *j, at_time_model *out) {
     return at_fail(AT_ERR_INPUT, "%s: \"sm_count\" must be an integer from 1", name);
   out->sm_count = (int)v;
   if (at_json_int(j, "fit_shapes", &v) == 0) out->fit_shapes = (int)v;
-  int rc = read_configs(name, at_json_get(j, "configs"), out);
+  int rc = read_configs(name, at_json_get(j, "configs"), nf, out);
   if (rc) at_tm_free(out);
   return rc;
 }

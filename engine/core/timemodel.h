@@ -4,7 +4,7 @@
  * carry the neighbour's wave count, which does not fit another N (a tile count of 208 on 132 SMs is
  * two waves, 1.6 of them idle), and one compromise file per tag cannot be right for N = 576 and
  * N = 37888 at once. The model predicts each menu config's time on any shape from the geometry of
- * its launch, with four coefficients per config fitted on measured times, and picks the fastest
+ * its launch, with five coefficients per config fitted on measured times, and picks the fastest
  * (at M = 512 with the share of its time the runtime's tail saves composed in, at_op.plan_factor).
  *
  * Features of config c on (M, N, K) with S SMs (BLOCK_M, BLOCK_N, SPLIT_K, CLUSTER_M, CLUSTER_N,
@@ -13,10 +13,14 @@
  *            cluster tiles: a CTA whose tile lies past M or N runs too);  cs = CLUSTER_M CLUSTER_N CLUSTER_K
  *   ctas   = tiles SPLIT_K CLUSTER_K;  slots = floor(S / cs) cs;  active = min(ctas, slots)
  *   waves  = ceil(ctas / slots);  kblocks = ceil(K / 128) / (SPLIT_K CLUSTER_K)
- *   f = [1, waves kblocks, (M K + N K) / 1e6, waves kblocks active / S]
+ *   f = [1, waves kblocks, (M K + N K) / 1e6, waves kblocks active / S, waves]
  * time_us = coef . f: a fixed cost, the busiest SM's k-blocks, the bytes read (the memory floor of
- * decode sizes), and the k-blocks again scaled by how much of the GPU is busy (a few busy SMs each
- * stream faster than a full GPU of them). Fitted per config by least squares on relative error.
+ * decode sizes), the k-blocks again scaled by how much of the GPU is busy (a few busy SMs each
+ * stream faster than a full GPU of them), and a cost per tile an SM takes (its epilogue, its
+ * pipeline's fill). Fitted per config by least squares on relative error. The fifth feature came
+ * in format 2 (session 13: cross-validated by (N, K) on the menu's 425 shapes, picking cost 1.021x
+ * the fastest config instead of 1.024x, docs/perf.md); a format-1 file has four coefficients, read
+ * with a fifth of 0.
  *
  * Invariants: a model names each config once; every config has a family and a template (it was
  * launched to be measured); a config whose prediction is not positive on a shape is not picked
@@ -31,7 +35,7 @@
 #include "json.h"
 #include "op.h"
 
-enum { AT_TM_NF = 4, AT_TM_MAX_CONFIGS = 512 };
+enum { AT_TM_NF = 5, AT_TM_MAX_CONFIGS = 512 };
 
 typedef struct at_time_model {
   char op[64], tag[64], device[128], device_name[128], arch[16];

@@ -85,7 +85,7 @@ static double model_time(const at_config *c, const double coef[AT_TM_NF], int64_
 
 static void fit_recovers(void) {
   at_config c = mma_config(128, 128);
-  const double truth[AT_TM_NF] = {3.0, 0.05, 0.4, 0.02};
+  const double truth[AT_TM_NF] = {3.0, 0.05, 0.4, 0.02, 0.7};
   double x[40][AT_TM_NF], t[40];
   int rows = 0;
   for (size_t a = 0; a < sizeof NKS / sizeof NKS[0]; a++)
@@ -104,7 +104,8 @@ static void fit_recovers(void) {
   at_config narrow = mma_config(16, 64);
   double f[AT_TM_NF];
   CHECK_EQ_INT(at_tm_features(&narrow, 4096, 1024, 1024, 132, f), 0);
-  CHECK(f[0] == 1 && f[1] == 32 * 8 && fabs(f[2] - (4096.0 * 1024 + 1024.0 * 1024) / 1e6) < 1e-12 && f[3] == 32 * 8);
+  CHECK(f[0] == 1 && f[1] == 32 * 8 && fabs(f[2] - (4096.0 * 1024 + 1024.0 * 1024) / 1e6) < 1e-12 && f[3] == 32 * 8 &&
+        f[4] == 32);
   at_config none;
   memset(&none, 0, sizeof none);
   CHECK_EQ_INT(at_tm_features(&none, 16, 1024, 1024, 132, f), -1); /* no BLOCK_M: no prediction */
@@ -241,9 +242,19 @@ static void json_roundtrip(void) {
   snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, 4]}, %s, \"coef\": [1, 2, 3, 5]}]}", head, one, one);
   refused(buf, "the same config as configs[0]");
   snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, 4]}]}", head, one);
-  CHECK_EQ_INT(parse_model(buf, &back), AT_OK); /* the same, well formed */
+  CHECK_EQ_INT(parse_model(buf, &back), AT_OK); /* the same, well formed: format 1, four coefficients */
+  CHECK(back.nconfigs == 1 && back.coef[0][3] == 4 && back.coef[0][4] == 0); /* the fifth taken as 0 */
   at_tm_free(&back);
-  refused("{\"format\": \"autotune-configs/1\"}", "\"format\" is not \"autotune-model/1\"");
+  /* Format 2 has five. */
+  const char *head2 = "{\"format\": \"autotune-model/2\", \"op\": \"gemm_a8w8_blockscale\", \"tag\": \"SYN\", "
+                      "\"device\": \"sm90\", \"sm_count\": 132, \"configs\": [";
+  snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, 4]}]}", head2, one);
+  refused(buf, "\"coef\" must be an array of 5 numbers");
+  snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, 4, 5]}]}", head2, one);
+  CHECK_EQ_INT(parse_model(buf, &back), AT_OK);
+  CHECK(back.nconfigs == 1 && back.coef[0][4] == 5);
+  at_tm_free(&back);
+  refused("{\"format\": \"autotune-configs/1\"}", "\"format\" is not \"autotune-model/2\"");
   snprintf(buf, sizeof buf, "%s]}", head);
   refused(buf, "\"configs\" must be an array of 1 to");
   refused("{\"format\": \"autotune-model/1\", \"op\": \"x\", \"tag\": \"SYN\", \"device\": \"sm90\", \"configs\": []}",
