@@ -120,8 +120,8 @@
 // once the consumers of every CTA it writes to have released s. So each math warp arrives on the
 // empty barrier of every CTA of its multicast group (empty counts 4 x MATH_WG x CLUSTER_M x
 // CLUSTER_N arrivals: the whole cluster unless CLUSTER_K is 2), and each
-// producer waits only on its own. A full barrier still expects the whole A + B stage in bytes; bytes
-// from a peer may land before the local arrive.expect_tx, which the phase tolerates (it cannot
+// producer waits only on its own. A full barrier expects the bytes of the whole A and B tiles' rows
+// inside the matrices (see "Tails"), its own share and its peers' alike; bytes from a peer may land before the local arrive.expect_tx, which the phase tolerates (it cannot
 // complete while the local arrival is pending). The walk is per cluster (cluster c takes units c,
 // c + clusters, ...), so the CTAs of a cluster see the same k-blocks in the same order. A CTA whose
 // tile lies past M or N loads none of its A (B) share but still its share of the other operand,

@@ -178,9 +178,11 @@ static char **list_dir(const at_lookup_req *q, size_t *n) {
  * gone wrong (the default file's one 128 x 256 config on a narrow N), not the few percent the
  * model errs by. 0: never. On the H100 (docs/perf.md, "The time model refitted"), on the 302
  * untuned shapes of holdout.yaml's prefill groups and five models of llm.yaml, 1.15 changed 8
- * answers, all at M 2049-4096: 6 ran 5-10% faster (3000 x 3072 x 2048: 1.01x to 0.91x
- * cuBLASLt's time), 2 ran 5-7% slower (3000 x 2560 x 8192: 0.98x to 1.05x). The model used up
- * to 3072 outright changed 23, as many slower as faster. */
+ * answers, all at grid M 3072 and 4096 (measured at M 3000 and 4096): 6 ran 5-10% faster (3000 x
+ * 3072 x 2048: 1.01x to 0.91x cuBLASLt's time), 2 ran 5-7% slower. One of those two, 3000 x 2560 x
+ * 8192 (0.98x to 1.05x), was a pick taken at 4096 covering M down to 2049, where the rule had kept
+ * the default file's config at 3072: model_above now bounds it, and that shape keeps its 0.98x. The
+ * model used up to 3072 outright changed 23, as many slower as faster. */
 #ifndef MODEL_ABOVE_GAIN
 #define MODEL_ABOVE_GAIN 1.15
 #endif
@@ -222,9 +224,25 @@ static int from_model(const at_lookup_req *q, const at_op *op, char **names, siz
   return found;
 }
 
+/* Puts config c at M g into set's per-M entries (replacing one at g); 0 when they are full. */
+static int put_entry(at_config_set *set, int64_t g, const at_config *c) {
+  int i = 0;
+  while (i < set->nmleq && set->mleq_m[i] < g) i++;
+  if (i == set->nmleq || set->mleq_m[i] != g) {
+    if (set->nmleq == AT_MAX_MLEQ) return 0;
+    for (int j = set->nmleq; j > i; j--)
+      set->mleq_m[j] = set->mleq_m[j - 1], set->mleq[j] = set->mleq[j - 1], set->mleq_time_us[j] = set->mleq_time_us[j - 1];
+    set->nmleq++;
+  }
+  set->mleq_m[i] = g, set->mleq[i] = *c, set->mleq_time_us[i] = 0;
+  return 1;
+}
+
 /* The default file's entries above MODEL_MAX_M in set, overruled at the model's grid M where the
  * model predicts them MODEL_ABOVE_GAIN times as slow as its own pick (model: its answer). Decided
- * on set as it was, then inserted, so that one insertion does not move another's comparison. */
+ * on set as it was. An entry at grid M g answers every M down to the entry below it, so when g is
+ * taken and the grid M before it (above MODEL_MAX_M) is not, that one gets an entry too, with the
+ * answer set had there: the M it was compared at keep their config. */
 static void model_above(at_config_set *set, const at_config_set *model, const at_time_model *tm, const at_lookup_req *q) {
   if (!(MODEL_ABOVE_GAIN > 0)) return;
   int take[AT_MAX_MLEQ] = {0};
@@ -236,19 +254,17 @@ static void model_above(at_config_set *set, const at_config_set *model, const at
     double t_model = at_tm_predict_config(tm, &model->mleq[e], g, q->n, q->k, q->sm_count);
     take[e] = t_now > 0 && t_model > 0 && t_now > MODEL_ABOVE_GAIN * t_model;
   }
+  at_config_set *was = at_xcalloc(1, sizeof *was);
+  *was = *set;
   for (int e = 0; e < model->nmleq; e++) {
     if (!take[e]) continue;
-    const int64_t g = model->mleq_m[e];
-    int i = 0;
-    while (i < set->nmleq && set->mleq_m[i] < g) i++;
-    if (i == set->nmleq || set->mleq_m[i] != g) {
-      if (set->nmleq == AT_MAX_MLEQ) continue;
-      for (int j = set->nmleq; j > i; j--)
-        set->mleq_m[j] = set->mleq_m[j - 1], set->mleq[j] = set->mleq[j - 1], set->mleq_time_us[j] = set->mleq_time_us[j - 1];
-      set->nmleq++;
+    if (e > 0 && !take[e - 1] && model->mleq_m[e - 1] > MODEL_MAX_M) {
+      const at_config *keep = at_config_for_m(was, model->mleq_m[e - 1], NULL);
+      if (keep && !put_entry(set, model->mleq_m[e - 1], keep)) continue; /* full: the model's pick would cover it */
     }
-    set->mleq_m[i] = g, set->mleq[i] = model->mleq[e], set->mleq_time_us[i] = 0;
+    put_entry(set, model->mleq_m[e], &model->mleq[e]);
   }
+  free(was);
 }
 
 /* Files named <device>-GEMM-<tag><suffix>; suffix "-N=..-K=...json" or ".json" (not "-model.json"). */

@@ -182,16 +182,18 @@ static void cluster_tiles(void) {
   CHECK(f[1] == 8 && f[3] == 8.0 * 32 / 132);
   CHECK_EQ_INT(at_tm_features(&lone, 384, 1024, 1024, 132, f), 0);
   CHECK(f[1] == 8 && f[3] == 8.0 * 24 / 132);
-  /* Pairs along N (CLUSTER_N 2) likewise: N = 1,000 is seven 128-column tiles, eight CTA columns
-   * in pairs, so 200 x 1,000 runs 2 x 8 CTAs. */
+  /* Pairs along N (CLUSTER_N 2) likewise: N = 800 is seven 128-column tiles, eight CTA columns in
+   * pairs, so 200 x 800 runs 2 x 8 CTAs (2 x 7 counted tile by tile). */
   at_config npair = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_M\":1,\"CLUSTER_N\":2,\"STAGES\":6}");
-  CHECK_EQ_INT(at_tm_features(&npair, 200, 1000, 1024, 132, f), 0);
+  CHECK_EQ_INT(at_tm_features(&npair, 200, 800, 1024, 132, f), 0);
   CHECK(f[1] == 8 && f[3] == 8.0 * 16 / 132);
-  /* And the waves: 131 rows of tiles on 131 SMs are one wave alone, two in pairs (132 CTAs, 130 slots). */
-  CHECK_EQ_INT(at_tm_features(&lone, 128 * 131, 128, 1024, 131, f), 0);
-  CHECK(f[1] == 8);
-  CHECK_EQ_INT(at_tm_features(&pair, 128 * 131, 128, 1024, 131, f), 0);
-  CHECK(f[1] == 2 * 8);
+  /* And the waves: 11 x 11 tiles of 128 x 128 are one wave of 121 CTAs alone, and in clusters of
+   * four (pairs both ways) 12 x 12 = 144 CTAs, two waves on 132 SMs. */
+  CHECK_EQ_INT(at_tm_features(&lone, 128 * 11, 128 * 11, 1024, 132, f), 0);
+  CHECK(f[1] == 8 && f[4] == 1);
+  at_config quad = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_M\":2,\"CLUSTER_N\":2,\"STAGES\":6}");
+  CHECK_EQ_INT(at_tm_features(&quad, 128 * 11, 128 * 11, 1024, 132, f), 0);
+  CHECK(f[1] == 2 * 8 && f[4] == 2);
 }
 
 static int parse_model(const char *text, at_time_model *tm) {
@@ -386,6 +388,45 @@ static void model_above(void) {
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 8192, &e)), 32);  /* not on the menu: the file's */
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 100000, &e)), 32); /* any: the file's */
   for (int i = 1; i < r->set.nmleq; i++) CHECK(r->set.mleq_m[i - 1] < r->set.mleq_m[i]); /* still ascending */
+  /* A taken grid M must not carry its pick down over a grid M that was not taken. A third config,
+   * 64 x 128 at {2, 0.75}, the default file's only entry (M = 8192): 3 waves of 8 k-blocks at
+   * M = 3072 (20 us predicted, against 18 for the model's 128 x 128: within 1.15, kept), 4 at
+   * 4096 (26 against 18: taken). M = 3000 keeps 64 x 128; M = 4000 takes 128 x 128. */
+  at_config_set def3;
+  memset(&def3, 0, sizeof def3);
+  snprintf(def3.op, sizeof def3.op, "gemm_a8w8_blockscale");
+  snprintf(def3.tag, sizeof def3.tag, "SYN");
+  snprintf(def3.device, sizeof def3.device, "sm90");
+  def3.bucket[AT_BUCKET_ANY] = mma_config(64, 128);
+  def3.nmleq = 1;
+  def3.mleq_m[0] = 8192, def3.mleq[0] = mma_config(64, 128);
+  text = at_config_set_to_json(&def3);
+  write_text(dir, "sm90-GEMM-SYN.json", text);
+  free(text);
+  at_time_model three = two_configs();
+  three.nconfigs = 3;
+  three.configs = realloc(three.configs, 3 * sizeof *three.configs);
+  three.coef = realloc(three.coef, 3 * sizeof *three.coef);
+  three.shapes = realloc(three.shapes, 3 * sizeof *three.shapes);
+  three.rel_rms = realloc(three.rel_rms, 3 * sizeof *three.rel_rms);
+  three.configs[2] = mma_config(64, 128);
+  const double c2[AT_TM_NF] = {2, 0.75, 0, 0, 0};
+  memcpy(three.coef[2], c2, sizeof c2);
+  three.shapes[2] = 40, three.rel_rms[2] = 0.05;
+  CHECK(fabs(at_tm_predict(&three, 2, 3072, 1024, 1024, 0) - 20) < 1e-12);
+  CHECK(fabs(at_tm_predict(&three, 2, 4096, 1024, 1024, 0) - 26) < 1e-12);
+  CHECK(fabs(at_tm_predict(&three, 1, 3072, 1024, 1024, 0) - 18) < 1e-12);
+  text = at_tm_to_json(&three);
+  write_text(dir, "sm90-GEMM-SYN-model.json", text);
+  free(text);
+  at_tm_free(&three);
+  r = ask(dir, 1024, 1024);
+  CHECK_EQ_INT(r->source, AT_SRC_MODEL_FILE);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 2049, &e)), 64);  /* grid 3072: kept */
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 3000, &e)), 64);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 4000, &e)), 128); /* grid 4096: taken */
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 8192, &e)), 128); /* 50 against 26: taken */
+  for (int i = 1; i < r->set.nmleq; i++) CHECK(r->set.mleq_m[i - 1] < r->set.mleq_m[i]);
   free(dir);
 }
 
