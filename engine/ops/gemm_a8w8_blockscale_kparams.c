@@ -74,9 +74,17 @@ int at_a8w8_kparams(const at_a8w8_plan *plan, const at_gemm_a8w8_blockscale_args
   if (!ma || !ma_end || !mb || !mb_end) return at_fail(AT_ERR_RUNTIME, "kernel parameters do not fit");
   const int a_end = args->m % plan->box_m ? args->m % plan->box_m : plan->box_m;
   const int b_end = args->n % plan->box_n ? args->n % plan->box_n : plan->box_n;
-  AT_TRY(tensor_map(args->a, args->m, args->k, plan->box_m, ma));
+  /* An operand shorter than one share has only its end box to load (decode-sized M): one map,
+   * encoded once, in both places. Each M not met before costs an encode, on the launch path. */
   AT_TRY(tensor_map(args->a, args->m, args->k, a_end, ma_end));
-  AT_TRY(tensor_map(args->b, args->n, args->k, plan->box_n, mb));
+  if (args->m < plan->box_m)
+    *ma = *ma_end;
+  else
+    AT_TRY(tensor_map(args->a, args->m, args->k, plan->box_m, ma));
   AT_TRY(tensor_map(args->b, args->n, args->k, b_end, mb_end));
+  if (args->n < plan->box_n)
+    *mb = *mb_end;
+  else
+    AT_TRY(tensor_map(args->b, args->n, args->k, plan->box_n, mb));
   return AT_OK;
 }
