@@ -356,6 +356,26 @@ static at_lookup_result *ask_as(const char *dir, const char *tag, int sm_count, 
 
 static at_lookup_result *ask(const char *dir, int64_t n, int64_t k) { return ask_as(dir, "SYN", 0, n, k); }
 
+/* An empty default file of tag SYN for sm90, for the lookups below to fill and write. */
+static at_config_set syn_default(void) {
+  at_config_set def;
+  memset(&def, 0, sizeof def);
+  snprintf(def.op, sizeof def.op, "gemm_a8w8_blockscale");
+  snprintf(def.tag, sizeof def.tag, "SYN");
+  snprintf(def.device, sizeof def.device, "sm90");
+  return def;
+}
+
+/* dir/sm90-GEMM-SYN.json from def, dir/sm90-GEMM-SYN-model.json from tm. */
+static void write_syn(const char *dir, const at_config_set *def, const at_time_model *tm) {
+  char *text = at_config_set_to_json(def);
+  write_text(dir, "sm90-GEMM-SYN.json", text);
+  free(text);
+  text = at_tm_to_json(tm);
+  write_text(dir, "sm90-GEMM-SYN-model.json", text);
+  free(text);
+}
+
 /* Above M = 2048 the default file answers, unless the model predicts its config there 1.15 times as
  * slow as the model's own pick: the default file's 16 x 64 tiles at M = 4096 (258 predicted
  * against 18 for 128 x 128, answer_picks) give way at the grid M above 2048; a config the model
@@ -363,22 +383,13 @@ static at_lookup_result *ask(const char *dir, int64_t n, int64_t k) { return ask
 static void model_above(void) {
   char *dir = at_path_join(TMP, "configs_above");
   CHECK_EQ_INT(at_mkdirs(dir), AT_OK);
-  at_config_set def;
-  memset(&def, 0, sizeof def);
-  snprintf(def.op, sizeof def.op, "gemm_a8w8_blockscale");
-  snprintf(def.tag, sizeof def.tag, "SYN");
-  snprintf(def.device, sizeof def.device, "sm90");
+  at_config_set def = syn_default();
   def.bucket[AT_BUCKET_ANY] = mma_config(32, 64);
   def.nmleq = 2;
   def.mleq_m[0] = 4096, def.mleq[0] = mma_config(16, 64);
   def.mleq_m[1] = 8192, def.mleq[1] = mma_config(32, 64);
-  char *text = at_config_set_to_json(&def);
-  write_text(dir, "sm90-GEMM-SYN.json", text);
-  free(text);
   at_time_model tm = two_configs();
-  text = at_tm_to_json(&tm);
-  write_text(dir, "sm90-GEMM-SYN-model.json", text);
-  free(text);
+  write_syn(dir, &def, &tm);
   at_tm_free(&tm);
   at_lookup_result *r = ask(dir, 1024, 1024);
   int e;
@@ -392,17 +403,10 @@ static void model_above(void) {
    * 64 x 128 at {2, 0.75}, the default file's only entry (M = 8192): 3 waves of 8 k-blocks at
    * M = 3072 (20 us predicted, against 18 for the model's 128 x 128: within 1.15, kept), 4 at
    * 4096 (26 against 18: taken). M = 3000 keeps 64 x 128; M = 4000 takes 128 x 128. */
-  at_config_set def3;
-  memset(&def3, 0, sizeof def3);
-  snprintf(def3.op, sizeof def3.op, "gemm_a8w8_blockscale");
-  snprintf(def3.tag, sizeof def3.tag, "SYN");
-  snprintf(def3.device, sizeof def3.device, "sm90");
+  at_config_set def3 = syn_default();
   def3.bucket[AT_BUCKET_ANY] = mma_config(64, 128);
   def3.nmleq = 1;
   def3.mleq_m[0] = 8192, def3.mleq[0] = mma_config(64, 128);
-  text = at_config_set_to_json(&def3);
-  write_text(dir, "sm90-GEMM-SYN.json", text);
-  free(text);
   at_time_model three = two_configs();
   three.nconfigs = 3;
   three.configs = realloc(three.configs, 3 * sizeof *three.configs);
@@ -416,9 +420,7 @@ static void model_above(void) {
   CHECK(fabs(at_tm_predict(&three, 2, 3072, 1024, 1024, 0) - 20) < 1e-12);
   CHECK(fabs(at_tm_predict(&three, 2, 4096, 1024, 1024, 0) - 26) < 1e-12);
   CHECK(fabs(at_tm_predict(&three, 1, 3072, 1024, 1024, 0) - 18) < 1e-12);
-  text = at_tm_to_json(&three);
-  write_text(dir, "sm90-GEMM-SYN-model.json", text);
-  free(text);
+  write_syn(dir, &def3, &three);
   at_tm_free(&three);
   r = ask(dir, 1024, 1024);
   CHECK_EQ_INT(r->source, AT_SRC_MODEL_FILE);
@@ -434,11 +436,7 @@ static void lookup_order(void) {
   char *dir = at_path_join(TMP, "configs");
   CHECK_EQ_INT(at_mkdirs(dir), AT_OK);
   /* The default file: 64-row tiles at M <= 16, 32-row ones above. */
-  at_config_set def;
-  memset(&def, 0, sizeof def);
-  snprintf(def.op, sizeof def.op, "gemm_a8w8_blockscale");
-  snprintf(def.tag, sizeof def.tag, "SYN");
-  snprintf(def.device, sizeof def.device, "sm90");
+  at_config_set def = syn_default();
   def.bucket[AT_BUCKET_ANY] = mma_config(32, 64);
   def.nmleq = 2;
   def.mleq_m[0] = 16, def.mleq[0] = mma_config(64, 64);
