@@ -106,11 +106,19 @@ char *at_config_name_expr(const at_config *c) {
   return at_entry_instantiate(c->entry, p.names, p.values, (int)p.n);
 }
 
-int at_config_same(const at_config *a, const at_config *b) {
-  if (!a->valid || !b->valid || strcmp(a->variant, b->variant) != 0 || a->nparams != b->nparams) return 0;
+static int same_params(const at_config *a, const at_config *b) {
+  if (a->nparams != b->nparams) return 0;
   for (int i = 0; i < a->nparams; i++)
     if (strcmp(a->names[i], b->names[i]) != 0 || a->values[i] != b->values[i]) return 0;
   return 1;
+}
+
+int at_config_same_kernel(const at_config *a, const at_config *b) {
+  return strcmp(a->family, b->family) == 0 && strcmp(a->template_name, b->template_name) == 0 && same_params(a, b);
+}
+
+int at_config_same(const at_config *a, const at_config *b) {
+  return a->valid && b->valid && strcmp(a->variant, b->variant) == 0 && same_params(a, b);
 }
 
 const at_config *at_config_for_m(const at_config_set *cs, int64_t m, int *entry) {

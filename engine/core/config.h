@@ -70,6 +70,9 @@ int at_config_set_params(at_config *c, const char *params_json);
 char *at_config_params_json(const at_config *c); /* canonical, keys sorted; malloc'd */
 char *at_config_name_expr(const at_config *c);   /* entry with the values substituted; malloc'd */
 int at_config_same(const at_config *a, const at_config *b);
+/* The same family, template and parameters (names in the same order), whatever the variant's
+ * name: files and the time model's menu name one config differently. */
+int at_config_same_kernel(const at_config *a, const at_config *b);
 
 char *at_config_set_to_json(const at_config_set *cs); /* malloc'd, ends with a newline */
 /* Reads and validates a config file's content; AT_ERR_INPUT naming what is wrong. */

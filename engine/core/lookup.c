@@ -240,7 +240,7 @@ static int put_entry(at_config_set *set, int64_t g, const at_config *c) {
 
 /* The default file's entries above MODEL_MAX_M in set, overruled at the model's grid M where the
  * model predicts them MODEL_ABOVE_GAIN times as slow as its own pick (model: its answer). Decided
- * on set as it was. An entry at grid M g answers every M down to the entry below it, so when g is
+ * on set as it was, before any insertion. An entry at grid M g answers every M down to the entry below it, so when g is
  * taken and the grid M before it (above MODEL_MAX_M) is not, that one gets an entry too, with the
  * answer set had there: the M it was compared at keep their config. */
 static void model_above(at_config_set *set, const at_config_set *model, const at_time_model *tm, const at_lookup_req *q) {
@@ -254,17 +254,18 @@ static void model_above(at_config_set *set, const at_config_set *model, const at
     double t_model = at_tm_predict_config(tm, &model->mleq[e], g, q->n, q->k, q->sm_count);
     take[e] = t_now > 0 && t_model > 0 && t_now > MODEL_ABOVE_GAIN * t_model;
   }
-  at_config_set *was = at_xcalloc(1, sizeof *was);
-  *was = *set;
+  /* In grid order, each insertion is at or below the grid M being processed, and an entry answers
+   * only M at or below its own: set still answers grid M e - 1 as it did before any insertion. */
   for (int e = 0; e < model->nmleq; e++) {
     if (!take[e]) continue;
     if (e > 0 && !take[e - 1] && model->mleq_m[e - 1] > MODEL_MAX_M) {
-      const at_config *keep = at_config_for_m(was, model->mleq_m[e - 1], NULL);
-      if (keep && !put_entry(set, model->mleq_m[e - 1], keep)) continue; /* full: the model's pick would cover it */
+      const at_config *now = at_config_for_m(set, model->mleq_m[e - 1], NULL);
+      if (!now) continue;
+      const at_config keep = *now; /* put_entry may shift the entry it points at */
+      if (!put_entry(set, model->mleq_m[e - 1], &keep)) continue; /* full: the model's pick would cover it */
     }
     put_entry(set, model->mleq_m[e], &model->mleq[e]);
   }
-  free(was);
 }
 
 /* Files named <device>-GEMM-<tag><suffix>; suffix "-N=..-K=...json" or ".json" (not "-model.json"). */

@@ -147,18 +147,10 @@ int at_tm_best(const at_time_model *tm, const at_op *op, int plan, int64_t m, in
   return best;
 }
 
-static int same_config(const at_config *a, const at_config *b) {
-  if (strcmp(a->family, b->family) != 0 || strcmp(a->template_name, b->template_name) != 0 || a->nparams != b->nparams)
-    return 0;
-  for (int i = 0; i < a->nparams; i++)
-    if (strcmp(a->names[i], b->names[i]) != 0 || a->values[i] != b->values[i]) return 0;
-  return 1;
-}
-
 double at_tm_predict_config(const at_time_model *tm, const at_config *c, int64_t m, int64_t n, int64_t k,
                             int sm_count) {
   for (int i = 0; c && i < tm->nconfigs; i++)
-    if (same_config(&tm->configs[i], c)) return at_tm_predict(tm, i, m, n, k, sm_count);
+    if (at_config_same_kernel(&tm->configs[i], c)) return at_tm_predict(tm, i, m, n, k, sm_count);
   return 0;
 }
 

@@ -25,34 +25,48 @@ int at_a8w8_plan_of(const char *family, const at_params *p, at_a8w8_plan *out) {
 typedef struct tmap_slot {
   uint64_t ptr;
   int rows, k, box;
-  CUtensorMap map;
+  CUtensorMap whole, end; /* boxes of `box` rows, and of the rows left at the end */
 } tmap_slot;
 
-enum { TMAP_SLOTS = 32 }; /* four maps a launch, two launches a call (the tail), a few shapes */
+enum { TMAP_SLOTS = 16 }; /* two operands a launch, two launches a call (the tail), a few shapes */
 static _Thread_local tmap_slot tl_maps[TMAP_SLOTS];
 static _Thread_local unsigned tl_next;
 
-/* A row-major rows x K matrix of bytes, read in boxes of 128 bytes of K by `box` rows, 128-byte
- * swizzled in shared memory (the kernel asks for no box that reaches past the last row). */
-static int tensor_map(uint64_t ptr, int rows, int k, int box, CUtensorMap *out) {
-  for (unsigned i = 0; i < TMAP_SLOTS; i++) {
-    const tmap_slot *s = &tl_maps[i];
-    if (s->ptr == ptr && s->rows == rows && s->k == k && s->box == box) {
-      *out = s->map;
-      return AT_OK;
-    }
-  }
-  tmap_slot *s = &tl_maps[tl_next++ % TMAP_SLOTS];
+static int encode(uint64_t ptr, int rows, int k, int box, CUtensorMap *out) {
   const cuuint64_t dim[2] = {(cuuint64_t)k, (cuuint64_t)rows};
   const cuuint64_t stride[1] = {(cuuint64_t)k};
   const cuuint32_t boxdim[2] = {128, (cuuint32_t)box};
   const cuuint32_t estride[2] = {1, 1};
-  s->ptr = 0;
-  CU_CHECK(at_cu->TensorMapEncodeTiled(&s->map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)ptr, dim, stride,
+  CU_CHECK(at_cu->TensorMapEncodeTiled(out, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)ptr, dim, stride,
                                        boxdim, estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  return AT_OK;
+}
+
+/* A row-major rows x K matrix of bytes, read in boxes of 128 bytes of K, 128-byte swizzled in
+ * shared memory: into whole, boxes of `box` rows (a CTA's share of a tile); into end, boxes of the
+ * rows left at the end (rows modulo box; box when nothing is left over), for the one share that
+ * ends inside, so that no load reaches past the last row. An operand shorter than one share loads
+ * its end box only (decode-sized M): one map, encoded once, in both places. Cached per thread by
+ * (pointer, rows, K, box): one scan a launch per operand, one or two encodes per new M. */
+static int tensor_maps(uint64_t ptr, int rows, int k, int box, CUtensorMap *whole, CUtensorMap *end) {
+  for (unsigned i = 0; i < TMAP_SLOTS; i++) {
+    const tmap_slot *s = &tl_maps[i];
+    if (s->ptr == ptr && s->rows == rows && s->k == k && s->box == box) {
+      *whole = s->whole, *end = s->end;
+      return AT_OK;
+    }
+  }
+  tmap_slot *s = &tl_maps[tl_next++ % TMAP_SLOTS];
+  s->ptr = 0;
+  const int left = rows % box ? rows % box : box;
+  AT_TRY(encode(ptr, rows, k, left, &s->end));
+  if (rows < box || left == box) /* whole never used, or the same boxes */
+    s->whole = s->end;
+  else
+    AT_TRY(encode(ptr, rows, k, box, &s->whole));
   s->ptr = ptr, s->rows = rows, s->k = k, s->box = box;
-  *out = s->map;
+  *whole = s->whole, *end = s->end;
   return AT_OK;
 }
 
@@ -65,26 +79,13 @@ int at_a8w8_kparams(const at_a8w8_plan *plan, const at_gemm_a8w8_blockscale_args
   a->group_m = plan->group_m;
   a->split_k = plan->split_k;
   if (!plan->tma) return AT_OK;
-  /* Each operand: boxes of whole shares, and boxes of the rows left at its end (M or N modulo the
-   * share; the whole share when nothing is left over, a map the kernel then never uses). */
+  /* The kernel's order: A whole, A end, B whole, B end. */
   CUtensorMap *ma = at_kparams_push(out, sizeof(CUtensorMap), 64);
   CUtensorMap *ma_end = at_kparams_push(out, sizeof(CUtensorMap), 64);
   CUtensorMap *mb = at_kparams_push(out, sizeof(CUtensorMap), 64);
   CUtensorMap *mb_end = at_kparams_push(out, sizeof(CUtensorMap), 64);
   if (!ma || !ma_end || !mb || !mb_end) return at_fail(AT_ERR_RUNTIME, "kernel parameters do not fit");
-  const int a_end = args->m % plan->box_m ? args->m % plan->box_m : plan->box_m;
-  const int b_end = args->n % plan->box_n ? args->n % plan->box_n : plan->box_n;
-  /* An operand shorter than one share has only its end box to load (decode-sized M): one map,
-   * encoded once, in both places. Each M not met before costs an encode, on the launch path. */
-  AT_TRY(tensor_map(args->a, args->m, args->k, a_end, ma_end));
-  if (args->m < plan->box_m)
-    *ma = *ma_end;
-  else
-    AT_TRY(tensor_map(args->a, args->m, args->k, plan->box_m, ma));
-  AT_TRY(tensor_map(args->b, args->n, args->k, b_end, mb_end));
-  if (args->n < plan->box_n)
-    *mb = *mb_end;
-  else
-    AT_TRY(tensor_map(args->b, args->n, args->k, plan->box_n, mb));
+  AT_TRY(tensor_maps(args->a, args->m, args->k, plan->box_m, ma, ma_end));
+  AT_TRY(tensor_maps(args->b, args->n, args->k, plan->box_n, mb, mb_end));
   return AT_OK;
 }
