@@ -175,16 +175,15 @@ static char **list_dir(const at_lookup_req *q, size_t *n) {
 
 /* Above MODEL_MAX_M the model's answer replaces the default file's at a grid M only where it
  * predicts the default file's config there this many times as slow as its own pick: a wave count
- * gone wrong (the default file's one 128 x 256 config on a narrow N), not the few percent the
- * model errs by. 0: never. On the H100 (docs/perf.md, "The time model refitted"), on the 302
- * untuned shapes of holdout.yaml's prefill groups and five models of llm.yaml, 1.15 changed 8
- * answers, all at grid M 3072 and 4096 (measured at M 3000 and 4096): 6 ran 5-10% faster (3000 x
- * 3072 x 2048: 1.01x to 0.91x cuBLASLt's time), 2 ran 5-7% slower. One of those two, 3000 x 2560 x
- * 8192 (0.98x to 1.05x), was a pick taken at 4096 covering M down to 2049, where the rule had kept
- * the default file's config at 3072: model_above now bounds it, and that shape keeps its 0.98x. The
- * model used up to 3072 outright changed 23, as many slower as faster. */
+ * gone wrong (the default file's one 128 x 256 config in pairs on a narrow N), not the few percent
+ * the model errs by. 0: never. On the H100 (docs/perf.md, "The time model refitted" and "1.10
+ * above M = 2048"), on the untuned shapes of llm.yaml's five models and holdout.yaml's prefill
+ * groups: 1.15 changed 8 answers against the rule off, at M 3000-4096 (6 ran 5-10% faster, 2
+ * slower, one of those a pick taken at 4096 covering M down to 2049, where the rule had kept the
+ * default file's config at 3072: model_above now bounds it); 1.10 changed 10 more, mostly to 192 x
+ * 192 tiles (7 ran 1.5-3% faster in two rounds, 3 within 0.7%); 1.05 made the set no faster. */
 #ifndef MODEL_ABOVE_GAIN
-#define MODEL_ABOVE_GAIN 1.15
+#define MODEL_ABOVE_GAIN 1.10
 #endif
 
 /* The time model <device>-GEMM-<tag>-model.json (timemodel.h): its answer for (N, K) into *set,
