@@ -13,18 +13,23 @@
 #include "../core/select.h"
 #include "../core/util.h"
 #include "../core/workerproc.h"
+#include "../ops/gemm_a8w8_blockscale_tail.h"
 #include "commands.h"
 
 static const char *USAGE =
-    "usage: autotune query --op OP -M m -N n -K k [--device D] [--tag TAG] [--db PATH] [--configs DIR]\n\n"
+    "usage: autotune query --op OP -M m -N n -K k [--device D] [--sm-count N] [--tag TAG] [--db PATH]\n"
+    "                      [--configs DIR]\n\n"
     "Prints, as JSON, the config chosen for the problem and the source that answered: the DB's\n"
     "results for the exact (N, K), the (N, K) file, the time model with the default file (an (N, K)\n"
     "nobody tuned; predicted for this machine's SM count, the model's own with --device), or the\n"
     "built-in default.\n"
     "\"bucket\" names the entry that answered: M_LEQ_<m>, the smallest tuned M at or above -M (any\n"
-    "above the largest), or the seed's bucket of -M where the source has no per-M entries.\n\n"
+    "above the largest), or the seed's bucket of -M where the source has no per-M entries.\n"
+    "\"tail\" says how the runtime would split the call (its tail launch), for a GPU of that many SMs.\n\n"
     "  --device D     sm90, or a product name like NVIDIA_H100_80GB_HBM3 (default: this machine's\n"
     "                 GPU; without one, the only device the configs directory has files for)\n"
+    "  --sm-count N   the GPU's SMs, for the time model and the tail (default: this machine's GPU's;\n"
+    "                 with --device and no GPU: the model's own, and no tail)\n"
     "  --db PATH      look in this DB first\n"
     "  --configs DIR  exported files (default configs, when it exists)\n";
 
@@ -114,13 +119,46 @@ static int device_from_configs(const char *dir, char *out, size_t n) {
   return at_fail(AT_ERR_INPUT, "query: --device is needed: there is no GPU here and %s", nseen ? "the configs have several devices" : "no configs to infer it from");
 }
 
+/* The runtime's tail for config c on the shape (docs/runtime.md, "The tail"; the same plan as the
+ * runtime's and compare's), as the JSON value of "tail": {"plan": "none" | "last wave" | "padding" |
+ * "whole call", ...}, "off" when $AUTOTUNE_TAIL is off, "unknown" without an SM count. */
+static void put_tail(at_buf *b, const char *op, const at_config *c, at_source src, const at_shape *s, int sm_count) {
+  if (strcmp(op, "gemm_a8w8_blockscale") != 0 || strcmp(c->family, "sm90") != 0) {
+    at_buf_puts(b, "{\"plan\": \"none\"}");
+    return;
+  }
+  if (at_tail_env() != 1) {
+    at_buf_puts(b, "{\"plan\": \"off\", \"why\": \"AUTOTUNE_TAIL is off\"}");
+    return;
+  }
+  if (sm_count < 1) {
+    at_buf_puts(b, "{\"plan\": \"unknown\", \"why\": \"the SM count is not known: give --sm-count\"}");
+    return;
+  }
+  const char *names[AT_MAX_PARAMS];
+  const at_params p = at_config_params(c, names);
+  at_a8w8_tail t;
+  at_a8w8_tail_plan("sm90", &p, s, sm_count, at_source_untuned(src), &t);
+  if (!t.split) {
+    at_buf_printf(b, "{\"plan\": \"none\", \"sm_count\": %d}", sm_count);
+    return;
+  }
+  const char *plan = t.unit_end == 0 ? "whole call" : t.main_n ? "padding" : "last wave";
+  const int tile = t.tile == 0 ? 128 : 64;
+  at_buf_printf(b,
+                "{\"plan\": \"%s\", \"sm_count\": %d, \"main_units\": %lld, \"main_n\": %lld, \"m0\": %lld, "
+                "\"n0\": %lld, \"tile\": \"%dx%d\", \"cluster_k\": %d}",
+                plan, sm_count, (long long)t.unit_end, (long long)t.main_n, (long long)t.m0, (long long)t.n0, tile,
+                tile, t.cluster_k);
+}
+
 int cmd_query(int argc, char **argv) {
   static const struct option LONG[] = {{"op", required_argument, 0, 'o'},     {"device", required_argument, 0, 'D'},
                                        {"tag", required_argument, 0, 't'},    {"db", required_argument, 0, 'd'},
-                                       {"configs", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+                                       {"configs", required_argument, 0, 'c'}, {"sm-count", required_argument, 0, 's'},
+                                       {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
   const char *op = NULL, *device = NULL, *tag = NULL, *db_path = NULL, *configs = NULL;
-  int64_t m = 0, n = 0, k = 0;
+  int64_t m = 0, n = 0, k = 0, sm_arg = 0;
   optind = 1;
   opterr = 0;
   for (int ch; (ch = getopt_long(argc, argv, ":hM:N:K:", LONG, NULL)) != -1;) {
@@ -130,6 +168,10 @@ int cmd_query(int argc, char **argv) {
     case 't': tag = optarg; break;
     case 'd': db_path = optarg; break;
     case 'c': configs = optarg; break;
+    case 's':
+      if (at_parse_i64(optarg, &sm_arg) != 0 || sm_arg < 1 || sm_arg > 4096)
+        return at_fail(AT_ERR_INPUT, "query: --sm-count expects a number of SMs from 1 to 4096, got '%s'", optarg);
+      break;
     case 'M': AT_TRY(parse_dim("-M", optarg, &m)); break;
     case 'N': AT_TRY(parse_dim("-N", optarg, &n)); break;
     case 'K': AT_TRY(parse_dim("-K", optarg, &k)); break;
@@ -169,12 +211,15 @@ int cmd_query(int argc, char **argv) {
     }
     free(devs);
   }
+  if (sm_arg) sm_count = (int)sm_arg;
 
   at_store *db = NULL;
   if (db_path && at_store_open_readonly(db_path, &db) != AT_OK)
     fprintf(stderr, "autotune: warning: DB %s unusable (%s); trying the next source\n", db_path, at_errmsg());
   if (device) warn_unknown_device(device, db, configs);
-  at_lookup_req q = {op, tag, {names[0], names[1][0] ? names[1] : NULL}, n, k, db, configs, NULL, sm_count};
+  /* As the runtime asks: without its tail, the time model does not compose the tail in. */
+  at_lookup_req q = {op, tag, {names[0], names[1][0] ? names[1] : NULL}, n, k, db, configs, NULL, sm_count,
+                     at_tail_env() != 1};
   at_lookup_result r;
   int rc = at_lookup(&q, &r);
   at_store_close(db);
@@ -197,6 +242,9 @@ int cmd_query(int argc, char **argv) {
   at_buf_json_string(&b, c->template_name);
   at_buf_printf(&b, ", \"params\": %s},\n \"kernel\": ", params);
   at_buf_json_string(&b, expr);
+  const at_shape shape = {m, n, k};
+  at_buf_puts(&b, ",\n \"tail\": ");
+  put_tail(&b, op, c, r.source, &shape, sm_count);
   at_buf_puts(&b, "}\n");
   fputs(b.data, stdout);
   at_buf_free(&b);

@@ -35,6 +35,7 @@
 
 #include "../../engine/runtime/autotune.h"
 #include "../unit/check.h"
+#include "../unit/tail_shapes.h"
 #include "core/config.h"
 #include "core/lookup.h"
 #include "core/util.h"
@@ -499,22 +500,12 @@ static void tail_plan_of(int64_t m, int64_t n, int64_t k, at_a8w8_tail *t) {
  * sequence above eagerly, then captured in a graph and replayed twice, every output checked; the
  * graph must hold the kernels the plan says (two a call with a tail, one for a whole call), so that
  * a tail the runtime failed to launch is seen. The plans must include each kind (unless the
- * runtime's tail is off by $AUTOTUNE_TAIL), from the shapes listed in tail_calls. */
+ * runtime's tail is off by $AUTOTUNE_TAIL), from TAIL_SHAPES (tail_shapes.h). */
 static void tail_calls(void) {
-  /* Shapes whose plans, with the committed configs, cover every kind of tail: three of the last
-   * wave (a tuned (N, K) with M not a multiple of the tile, and (N, K) that no file tunes: the
-   * time model's config), one whole call, one of padding (the last column of tiles mostly past N).
-   * Which shapes split depends on the configs, so the test takes, in this order, the first shapes
-   * whose plans give each kind, and fails when the list runs out (a retune that splits none of them
-   * needs new shapes here). With the committed configs (session 13's time model) and lookup.c's
-   * MODEL_ABOVE_GAIN of 1.10 it covers H100 SXM (132 SMs: waves from the 2nd, 4th and 6th shapes,
-   * whole from the 5th, padding from the 8th) and PCIe (114: waves from the first, 2nd and 4th,
-   * whole from the 7th, padding from the 9th), as worked out on the CPU from the lookup and
-   * at_a8w8_tail_plan. */
-  static const int64_t C[][3] = {{1000, 6144, 4096}, {640, 6144, 4096},   {2000, 4608, 3584}, {700, 7168, 2048},
-                                 {520, 1600, 4096},  {8192, 640, 4096},   {520, 1344, 4096},  {12288, 1344, 2048},
-                                 {12288, 1856, 4096}, {500, 6144, 4096},  {8192, 640, 7168}};
-  enum { NC = sizeof C / sizeof C[0], WANT_WAVES = 3 };
+  /* The first shapes of TAIL_SHAPES (tail_shapes.h) whose plans give each kind of tail; the test
+   * fails when the list runs out. */
+  const int64_t(*C)[3] = TAIL_SHAPES;
+  enum { NC = TAIL_SHAPES_LEN, WANT_WAVES = 3 };
   int64_t S[5][3];
   at_a8w8_tail T[5]; /* each shape's plan */
   int NS = 0, waves = 0, wholes = 0, columns = 0;

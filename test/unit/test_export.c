@@ -36,11 +36,14 @@
 #include "../../engine/runtime/autotune.h"
 #include "core/config.h"
 #include "core/json.h"
+#include "core/lookup.h"
 #include "core/store.h"
 #include "core/timemodel.h"
 #include "core/util.h"
 #include "check.h"
+#include "ops/gemm_a8w8_blockscale_tail.h"
 #include "proc.h"
+#include "tail_shapes.h"
 
 static const char *EXE;
 static char *TMP;
@@ -1020,6 +1023,77 @@ static void query_arguments(const char *dir) {
   free(out);
 }
 
+/* query's "tail" with the committed configs: for the tail shapes of tail_shapes.h on 132 and 114 SMs, the plan the lookup and at_a8w8_tail_plan give, which the runtime launches;
+ * every kind of plan among them on 132 SMs. Without an SM count (a named device, no GPU) it is
+ * unknown, with $AUTOTUNE_TAIL off it is off, and a bad --sm-count is exit 2. */
+static void query_tail(void) {
+  char *dir = at_path_join(getenv("AT_TEST_SOURCE_ROOT"), "configs");
+  char *file = at_path_join(dir, "sm90-GEMM-A8W8_BLOCKSCALE.json");
+  if (!at_file_exists(file)) {
+    fprintf(stderr, "no committed configs: skipping query_tail\n");
+    free(file), free(dir);
+    return;
+  }
+  const int64_t(*C)[3] = TAIL_SHAPES;
+  static const int SMS[] = {132, 114};
+  int seen[4] = {0}; /* none, last wave, padding, whole call: on 132 SMs */
+  static const char *const KIND[4] = {"none", "last wave", "padding", "whole call"};
+  for (size_t si = 0; si < AT_ARRAY_LEN(SMS); si++)
+    for (size_t i = 0; i < TAIL_SHAPES_LEN; i++) {
+      char m[24], n[24], k[24], sm[16];
+      snprintf(m, sizeof m, "%lld", (long long)C[i][0]), snprintf(n, sizeof n, "%lld", (long long)C[i][1]);
+      snprintf(k, sizeof k, "%lld", (long long)C[i][2]), snprintf(sm, sizeof sm, "%d", SMS[si]);
+      char *t = NULL;
+      CHECK_EQ_INT(query(&t, m, n, k, "--configs", dir, "--sm-count", sm), 0);
+      at_json *j = NULL;
+      CHECK_EQ_INT(at_json_parse("query", t, strlen(t), &j), AT_OK);
+      const at_json *tail = j ? at_json_get(j, "tail") : NULL;
+      const char *plan = tail ? at_json_str(tail, "plan") : NULL;
+      /* What the runtime plans: its lookup on that many SMs, then the tail of the entry for M. */
+      at_lookup_req q = {"gemm_a8w8_blockscale", NULL, {"sm90", NULL}, C[i][1], C[i][2], NULL, dir, NULL, SMS[si], 0};
+      at_lookup_result r;
+      CHECK_EQ_INT(at_lookup(&q, &r), AT_OK);
+      const at_config *c = at_config_for_m(&r.set, C[i][0], NULL);
+      const char *names[AT_MAX_PARAMS];
+      const at_params p = at_config_params(c, names);
+      const at_shape shape = {C[i][0], C[i][1], C[i][2]};
+      at_a8w8_tail want;
+      at_a8w8_tail_plan("sm90", &p, &shape, SMS[si], at_source_untuned(r.source), &want);
+      const int kind = !want.split ? 0 : want.unit_end == 0 ? 3 : want.main_n ? 2 : 1;
+      const int same = plan && strcmp(plan, KIND[kind]) == 0;
+      if (!same)
+        fprintf(stderr, "query -M %s -N %s -K %s --sm-count %s: tail %s, the runtime plans %s\n", m, n, k, sm,
+                plan ? plan : "(none)", KIND[kind]);
+      CHECK(same);
+      if (same && kind) {
+        int64_t v;
+        CHECK(at_json_int(tail, "m0", &v) == 0 && v == want.m0);
+        CHECK(at_json_int(tail, "n0", &v) == 0 && v == want.n0);
+        CHECK(at_json_int(tail, "main_units", &v) == 0 && v == want.unit_end);
+      }
+      if (SMS[si] == 132) seen[kind]++;
+      at_json_free(j);
+      free(t);
+    }
+  for (int i = 1; i < 4; i++) {
+    if (!seen[i]) fprintf(stderr, "no shape of the list plans a tail of kind %s on 132 SMs\n", KIND[i]);
+    CHECK(seen[i] > 0);
+  }
+  char *t = NULL;
+  CHECK_EQ_INT(query(&t, "640", "6144", "4096", "--configs", dir, NULL, NULL), 0);
+  CHECK_CONTAINS(t, "\"tail\": {\"plan\": \"unknown\"");
+  free(t);
+  setenv("AUTOTUNE_TAIL", "off", 1);
+  CHECK_EQ_INT(query(&t, "640", "6144", "4096", "--configs", dir, "--sm-count", "132"), 0);
+  unsetenv("AUTOTUNE_TAIL");
+  CHECK_CONTAINS(t, "\"tail\": {\"plan\": \"off\"");
+  free(t);
+  CHECK_EQ_INT(query(&t, "640", "6144", "4096", "--configs", dir, "--sm-count", "0"), 2);
+  CHECK_CONTAINS(t, "--sm-count expects a number of SMs from 1 to 4096, got '0'");
+  free(t);
+  free(file), free(dir);
+}
+
 /* Options left NULL take $AUTOTUNE_DB and $AUTOTUNE_CONFIGS: a process is pointed at its configs
  * without a code change; an option given wins over the environment, and an empty value is none. */
 static void runtime_environment(const char *db, const char *dir) {
@@ -1064,6 +1138,7 @@ int main(int argc, char **argv) {
   tag_escape(db, dir);
   fifo_configs(dir);
   query_arguments(dir);
+  query_tail();
   runtime_lookups(db, dir);
   runtime_environment(db, dir);
   free(db), free(dir);
