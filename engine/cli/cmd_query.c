@@ -143,8 +143,8 @@ static void put_tail(at_buf *b, const char *op, const at_config *c, at_source sr
     at_buf_printf(b, "{\"plan\": \"none\", \"sm_count\": %d}", sm_count);
     return;
   }
-  const char *plan = t.unit_end == 0 ? "whole call" : t.main_n ? "padding" : "last wave";
-  const int tile = t.tile == 0 ? 128 : 64;
+  const char *plan = at_a8w8_tail_kind(&t);
+  const int tile = at_a8w8_tail_tile_side(t.tile);
   at_buf_printf(b,
                 "{\"plan\": \"%s\", \"sm_count\": %d, \"main_units\": %lld, \"main_n\": %lld, \"m0\": %lld, "
                 "\"n0\": %lld, \"tile\": \"%dx%d\", \"cluster_k\": %d}",

@@ -179,7 +179,7 @@ static void note_tail(const cmp_worker *w, at_compare_result *r) {
   at_a8w8_tail_plan("sm90", &p, &w->shape, w->g.info.sm_count, at_source_name_untuned(r->source), &t);
   if (!t.split) return;
   size_t used = strlen(r->kernel);
-  const int tm = t.tile == 0 ? 128 : 64;
+  const int tm = at_a8w8_tail_tile_side(t.tile);
   snprintf(r->kernel + used, sizeof r->kernel - used, " %s C[%lld:][%lld:] %dx%d%s",
            t.unit_end ? "+ tail" : "+ tail (whole call, instead)", (long long)t.m0, (long long)t.n0, tm, tm,
            t.cluster_k == 2 ? " CK2" : "");

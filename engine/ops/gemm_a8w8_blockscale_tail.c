@@ -30,6 +30,12 @@ int at_a8w8_tail_params(int tile, int cluster_k, char *buf, size_t len) {
   return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
+const char *at_a8w8_tail_kind(const at_a8w8_tail *t) {
+  return !t->split ? "none" : t->unit_end == 0 ? "whole call" : t->main_n ? "padding" : "last wave";
+}
+
+int at_a8w8_tail_tile_side(int tile) { return tile >= 0 && tile < MENU_LEN ? MENU[tile].m : 0; }
+
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 #define TAIL_MIN_GAIN 0.99

@@ -52,6 +52,12 @@ typedef struct at_a8w8_tail {
 void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s, int sm_count, int whole,
                        at_a8w8_tail *out);
 
+/* What a plan does, in words: "none", "last wave", "padding" or "whole call" (the cases above). */
+const char *at_a8w8_tail_kind(const at_a8w8_tail *t);
+/* The tail config's tiles, `tile` (at_a8w8_tail.tile) square: 128 or 64 rows and columns; 0 for
+ * another value. */
+int at_a8w8_tail_tile_side(int tile);
+
 /* The tail configs: their template entry (every parameter by name), and the parameters of tile
  * (at_a8w8_tail.tile) with CLUSTER_K cluster_k as JSON into buf (written per call: no shared
  * state); -1 for other values or a buffer too small (256 bytes are enough). */

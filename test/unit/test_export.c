@@ -1023,8 +1023,9 @@ static void query_arguments(const char *dir) {
   free(out);
 }
 
-/* query's "tail" with the committed configs: for the tail shapes of tail_shapes.h on 132 and 114 SMs, the plan the lookup and at_a8w8_tail_plan give, which the runtime launches;
- * every kind of plan among them on 132 SMs. Without an SM count (a named device, no GPU) it is
+/* query's "tail" with the committed configs: for the tail shapes of tail_shapes.h on 132 and 114
+ * SMs, the plan the lookup and at_a8w8_tail_plan give, which the runtime launches; every kind of
+ * plan among them on 132 SMs. Without an SM count (a named device, no GPU) it is
  * unknown, with $AUTOTUNE_TAIL off it is off, and a bad --sm-count is exit 2. */
 static void query_tail(void) {
   char *dir = at_path_join(getenv("AT_TEST_SOURCE_ROOT"), "configs");
@@ -1059,7 +1060,8 @@ static void query_tail(void) {
       const at_shape shape = {C[i][0], C[i][1], C[i][2]};
       at_a8w8_tail want;
       at_a8w8_tail_plan("sm90", &p, &shape, SMS[si], at_source_untuned(r.source), &want);
-      const int kind = !want.split ? 0 : want.unit_end == 0 ? 3 : want.main_n ? 2 : 1;
+      int kind = 0;
+      while (kind < 3 && strcmp(KIND[kind], at_a8w8_tail_kind(&want)) != 0) kind++;
       const int same = plan && strcmp(plan, KIND[kind]) == 0;
       if (!same)
         fprintf(stderr, "query -M %s -N %s -K %s --sm-count %s: tail %s, the runtime plans %s\n", m, n, k, sm,
