@@ -759,7 +759,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       // This thread's float4s of the partial: one base, the rest at constant offsets, so that
       // the stores are 16-byte stores with immediate offsets (computing each address, ptxas made
       // them four 4-byte stores each, whose address registers waited on the stores before them:
-      // a fifth of a split tile's time on the H100, docs/perf.md).
+      // a fifth of the stall samples of a split tail on the H100, docs/perf.md).
       float4 *const mine = (float4 *)(partials + ((long)p.split * ctiles + ctile) * tile_floats +
                                       (long)w * 64 * BLOCK_N) + t;
 #pragma unroll
