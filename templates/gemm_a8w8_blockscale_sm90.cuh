@@ -616,8 +616,10 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       const int n = p.kb1 - p.kb0;
       if (n > 0) {
         int j = 0;  // k-block p.kb0 + j is in flight in acc, its scales in cur
-        cur = nxt;
+        // The first batch before the copy of its scales: the copy waits for their load, just
+        // issued, which the batch then runs under (a unit's first scales come from memory).
         issue(acc, it);
+        cur = nxt;
         for (; j + 2 < n; j += 2) {
           load_scales(p.kb0 + j + 1, nxt);
           issue(acc2, it + 1);
@@ -650,8 +652,15 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       float acc[RESCALE ? 1 : NACC];
       (void)ua, (void)ub, (void)fa, (void)fb;
       for (int kb = p.kb0; kb < p.kb1; kb++, it++) {
-        cur = nxt;
-        if (kb + 1 < p.kb1) load_scales(kb + 1, nxt);
+        // This k-block's scales (cur) are copied, and the next one's loaded, once its first batch
+        // is issued: the copy waits for their load, which at a unit's first k-block was issued
+        // just before and comes from memory; the batch runs meanwhile. (Copied at the top of the
+        // loop, the wait held every unit's first batch back: the largest stall of a stream-K run
+        // on the H100, docs/perf.md.)
+        auto next_scales = [&]() {
+          cur = nxt;
+          if (kb + 1 < p.kb1) load_scales(kb + 1, nxt);
+        };
         const int s = it % STAGES;
         at_mbar_wait(full0 + s * 8, (at_u32)(it / STAGES) & 1u);
         const at_u64 db = at_wgmma_desc_sw128(base + L::b_off + s * L::b_stage);
@@ -681,6 +690,7 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
             for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(acc, da + 2 * ks, db + 2 * ks, ks);
           }
           at_wgmma_commit();
+          if (v == 0) next_scales();
           if (PINGPONG_ON && PINGPONG == 2) at_named_arrive(w == 0 ? BAR_TURN_1 : BAR_TURN_0, 256);
           at_wgmma_wait<0>();
           if constexpr (RESCALE) {
