@@ -2,7 +2,8 @@
 """one_config_dirs.py OUTDIR YAML... -- NAME=PARAMS...: for each NAME, a configs directory OUTDIR/NAME
 whose files answer every (N, K) named in the YAML files (shape files or spaces: any `N: n, K: k`)
 with one sm90 config at every M. PARAMS is a JSON object of the config's parameters; those left
-out take GROUP_M 8, SPLIT_K 1, UNSPLIT 1, PINGPONG 0, CLUSTER_M/N/K 1, KPIPE 1, RESCALE 0, STORE 0.
+out take GROUP_M 8, SPLIT_K 1, UNSPLIT 1, PINGPONG 0, CLUSTER_M/N/K 1, KPIPE 1, RESCALE 0, STORE 0;
+with SWAP_AB 1 the config is the sm90_swap variant's.
 
 What for: `autotune compare --configs OUTDIR/NAME` then times that one config on every shape through
 the runtime's own launch path (its tail included), next to cuBLASLt, in the same way as the
@@ -48,7 +49,9 @@ def main(argv):
         for key in ("BLOCK_M", "BLOCK_N", "STAGES"):
             if key not in params:
                 sys.exit(f"one_config_dirs.py: {name}: {key} is missing")
-        entry = dict(variant="sm90", family="sm90", template="gemm_a8w8_blockscale_sm90.cuh", entry=ENTRY,
+        swap = params.get("SWAP_AB", 0) == 1  # the operands swapped: the sm90_swap variant's entry
+        entry = dict(variant="sm90_swap" if swap else "sm90", family="sm90", template="gemm_a8w8_blockscale_sm90.cuh",
+                     entry=ENTRY[:-1] + ", SWAP_AB>" if swap else ENTRY,
                      params=dict(sorted(params.items())), tuned_M=[], time_us=[])
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)

@@ -41,6 +41,17 @@
 // registers: 64 x 256 per warpgroup fits (128 x 256 and 256 x 128 tiles), which halves the
 // shared-memory reads of A per product against 128 x 128. Exact for zero-scale blocks whose
 // values are zero (how a zero scale arises); a zero scale over non-zero values is not supported.
+// SWAP_AB 1 (decode-sized M: BLOCK_M 16, 32 or 64 tokens, BLOCK_N 64 or 128): the wgmma's operands
+// swapped. Math warpgroup w (BLOCK_N / 64 of them) takes the tile's weight rows (C's columns)
+// n0 + 64 w + [0, 64) as the wgmma's A (64 rows of the B stage) and all BLOCK_M tokens as its B
+// (the A stage): m64nBLOCK_Mk32, no token row padded to 64. Its accumulator is C's slice
+// transposed: a thread holds weight rows lrow and lrow + 8 and tokens 8 g + colq + {0, 1}; its
+// weight rows lie in one 128-row scale block (one B scale), each token column has its own A scale
+// (BLOCK_M / 4 a thread, loaded a k-block ahead like the unswapped rows'). Stages, TMA loads,
+// clusters, the walk and split-K (partials in fragment order) are the unswapped kernel's; the
+// epilogue stages the transposed slice one bf16 at a time and copies C's rows out in 16-byte
+// stores. With RESCALE 0, STORE 0, CLUSTER_K 1 and no turns. (On the H100 it ties the unswapped
+// tiles at best, at M = 16, and loses above: docs/perf.md, "Swapped operands".)
 // Scales are read from global memory by the math threads when a k-block is issued and used when
 // it is promoted, so their latency hides behind tensor work: As is [M][K/128] row-major, which TMA
 // cannot fetch one k-column at a time. A tile's columns may straddle two or three 128-column
@@ -132,27 +143,37 @@
 // waits, after its last load, until the last STAGES k-blocks have been released by every consumer
 // of its multicast group, which are all the remote arrivals into this CTA (the tail).
 //
-// Parameters: BLOCK_M (64, 128, 192 or 256), BLOCK_N (a multiple of 16, at most 256), STAGES (>= 2),
-// GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0, 1, 2: how math warpgroups take
-// turns), CLUSTER_M and CLUSTER_N (1 or 2), KPIPE (k-blocks in flight per math warpgroup, 1 or 2),
-// RESCALE (0, 1), STORE (0, 1, 2), CLUSTER_K (1, 2). GROUP_M and SPLIT_K instantiated as 0 are read
-// from args (launch parameters: one compiled kernel serves every value).
+// Parameters: BLOCK_M (64, 128, 192 or 256; with SWAP_AB 16, 32 or 64), BLOCK_N (a multiple of 16,
+// at most 256), STAGES (>= 2), GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0, 1, 2:
+// how math warpgroups take turns), CLUSTER_M and CLUSTER_N (1 or 2), KPIPE (k-blocks in flight per
+// math warpgroup, 1 or 2), RESCALE (0, 1), STORE (0, 1, 2), CLUSTER_K (1, 2), SWAP_AB (0, 1).
+// GROUP_M and SPLIT_K instantiated as 0 are read from args (launch parameters: one compiled kernel
+// serves every value).
 #include "at_sm90.cuh"
 #include "at_wgmma_e4m3.cuh"
 #include "gemm_a8w8_blockscale_args.h"
 
 namespace at_sm90 {
 
-template <int BLOCK_M, int BLOCK_N, int STAGES, int CLUSTER_K = 1, int STORE = 0>
+// Math warpgroups: with SWAP_AB one per 64 weight rows (BLOCK_N / 64), else one for 64 rows of
+// tokens, two for 128 and 256 (each takes BLOCK_M / 128 slices of 64 rows), three for 192.
+__host__ __device__ constexpr int math_wgs(int block_m, int block_n, int swap_ab) {
+  return swap_ab ? block_n / 64 : block_m == 192 ? 3 : block_m >= 128 ? 2 : 1;
+}
+
+template <int BLOCK_M, int BLOCK_N, int STAGES, int CLUSTER_K = 1, int STORE = 0, int SWAP_AB = 0>
 struct layout {
-  static constexpr int math_wg = BLOCK_M == 192 ? 3 : BLOCK_M >= 128 ? 2 : 1;  // math warpgroups
-  static constexpr int waves = BLOCK_M / (64 * math_wg);  // 64-row slices per math warpgroup
+  static constexpr int math_wg = math_wgs(BLOCK_M, BLOCK_N, SWAP_AB);  // math warpgroups
+  static constexpr int waves = SWAP_AB ? 1 : BLOCK_M / (64 * math_wg);  // 64-row slices per math warpgroup
   static constexpr int threads = 128 * (1 + math_wg);
   static constexpr int a_stage = BLOCK_M * 128, b_stage = BLOCK_N * 128;
   // The epilogue stages a slice in column passes of epi_n columns: tiles wider than 128 in two
   // halves, which leaves room for a fourth stage at 128 x 256; with CLUSTER_K 2 a CTA stores one
   // half of its tile, a pass.
-  static constexpr int epi_n = BLOCK_N > 128 || CLUSTER_K == 2 ? BLOCK_N / 2 : BLOCK_N;
+  // SWAP_AB: a math warpgroup's slice is BLOCK_M rows of C (tokens) by its 64 columns (weight rows),
+  // staged whole.
+  static constexpr int epi_n = SWAP_AB ? 64 : BLOCK_N > 128 || CLUSTER_K == 2 ? BLOCK_N / 2 : BLOCK_N;
+  static constexpr int c_rows = SWAP_AB ? BLOCK_M : 64;  // staged rows of a slice
   // Bytes per staged output row, padded so that the 8 rows a warp writes at once start in distinct
   // 16-byte bank groups (a row of pitch / 4 words that is 4 mod 8): 16 bytes, or 32 when epi_n is
   // an odd multiple of 8 (a pitch of 128 bytes would put all 8 rows in one group).
@@ -163,7 +184,7 @@ struct layout {
   static constexpr int xf = x_half <= 32 ? x_half : x_half % 8 == 0 ? x_half / 2 : x_half % 12 == 0 ? x_half / 3 : 4;
   static constexpr int x_bytes = CLUSTER_K == 2 ? 128 * xf * 4 : 0;
   // A math warpgroup's staging area, which the exchange of CLUSTER_K 2 borrows before the epilogue.
-  static constexpr int c_wg = 64 * c_pitch > x_bytes ? 64 * c_pitch : x_bytes;
+  static constexpr int c_wg = c_rows * c_pitch > x_bytes ? c_rows * c_pitch : x_bytes;
   static constexpr int c_bufs = STORE == 2 ? 2 : 1;  // STORE 2: two staging areas per math warpgroup
   static constexpr int a_off = 0;
   static constexpr int b_off = STAGES * a_stage;
@@ -220,9 +241,10 @@ __device__ __forceinline__ void exchange(float (&res)[NACC], int &xc, at_u32 pee
 
 // The scales of one k-block for one thread: its two rows' A scales in each wave, and up to three
 // weight-scale blocks that the tile's columns touch.
-template <int WAVES>
+// (NA: 2 x WAVES; with SWAP_AB the A scales of its BLOCK_M / 4 token columns.)
+template <int NA>
 struct kscales {
-  float a[2 * WAVES], b[3];
+  float a[NA], b[3];
 };
 
 // Unit u of the persistent walk: its tile's first row and column, and its range of k-blocks.
@@ -261,14 +283,17 @@ __device__ __forceinline__ void k_half(unit_pos &p, int kr) {
 }  // namespace at_sm90
 
 template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PINGPONG, int CLUSTER_M = 1,
-          int CLUSTER_N = 1, int KPIPE = 1, int RESCALE = 0, int STORE = 0, int CLUSTER_K = 1>
-__global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 128 ? 2 : 1)), 1)
+          int CLUSTER_N = 1, int KPIPE = 1, int RESCALE = 0, int STORE = 0, int CLUSTER_K = 1, int SWAP_AB = 0>
+__global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N, SWAP_AB)), 1)
     gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
                               const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_a_end,
                               const __grid_constant__ at_tmap tmap_b, const __grid_constant__ at_tmap tmap_b_end) {
-  using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES, CLUSTER_K, STORE>;
+  using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES, CLUSTER_K, STORE, SWAP_AB>;
   constexpr int MATH_WG = L::math_wg, WAVES = L::waves;
-  constexpr int NACC = BLOCK_N / 2;  // fp32 accumulators per thread for a 64 x BLOCK_N slice
+  // The wgmma's N: BLOCK_N, or with SWAP_AB the tokens (the wgmma's M side is then 64 weight rows).
+  constexpr int WG_N = SWAP_AB ? BLOCK_M : BLOCK_N;
+  constexpr int NACC = WG_N / 2;  // fp32 accumulators per thread for a 64 x WG_N slice
+  constexpr int NSA = SWAP_AB ? BLOCK_M / 4 : 2 * WAVES;  // A scales a thread applies per k-block
   // Registers a math thread holds for accumulators: the result of every slice, and with RESCALE 0
   // one accumulator per k-block in flight.
   constexpr int ACC_REGS = RESCALE ? WAVES * NACC : (WAVES + KPIPE) * NACC;
@@ -292,8 +317,12 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
   // between its math warpgroup (128 threads) and the producer's three store warps (96). Area a =
   // w NBUF + b: buffer b of math warpgroup w (NBUF 2 with STORE 2, else 1).
   constexpr int NBUF = L::c_bufs, BAR_STAGED = 7, BAR_FREE = 7 + MATH_WG * NBUF, STORE_THREADS = 128 + 96;
-  static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192 || BLOCK_M == 256,
+  static_assert(SWAP_AB || BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192 || BLOCK_M == 256,
                 "BLOCK_M must be 64, 128, 192 or 256");
+  static_assert(SWAP_AB == 0 || (SWAP_AB == 1 && (BLOCK_M == 16 || BLOCK_M == 32 || BLOCK_M == 64) &&
+                                 (BLOCK_N == 64 || BLOCK_N == 128) && RESCALE == 0 && STORE == 0 &&
+                                 CLUSTER_K == 1 && PINGPONG == 0),
+                "SWAP_AB 1: BLOCK_M 16, 32 or 64 tokens, BLOCK_N 64 or 128, RESCALE 0, STORE 0, CLUSTER_K 1, PINGPONG 0");
   static_assert(RESCALE == 0 || RESCALE == 1, "RESCALE must be 0 or 1");
   static_assert(STORE == 0 || STORE == 1 || (STORE == 2 && MATH_WG <= 2), "STORE must be 0, 1 or 2 (2: two math warpgroups at most)");
   static_assert(RESCALE == 0 || KPIPE == 1, "RESCALE accumulates in place: one k-block in flight (KPIPE 1)");
@@ -500,13 +529,24 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
 
     // Scale rows of this thread, clamped into the matrix (rows past M are dropped at the store).
     const float *as[2 * WAVES];
+    // SWAP_AB: this thread's token columns 8 g + colq + e (A scale a[2 g + e]), read from one row
+    // pointer at a stride of KB; those past M are not read (their sums are never stored).
+    const float *const as_sw = As + (long)min(p.m0 + colq, M - 1) * KB;
+    unsigned tok_in = 0;
+    if constexpr (SWAP_AB) {
 #pragma unroll
-    for (int v = 0; v < WAVES; v++) {
-      const int r = p.m0 + v * 128 + w * 64 + lrow;
-      as[2 * v] = As + (long)min(r, M - 1) * KB;
-      as[2 * v + 1] = As + (long)min(r + 8, M - 1) * KB;
+      for (int i = 0; i < NSA; i++) tok_in |= (unsigned)(p.m0 + 8 * (i / 2) + colq + (i & 1) < M) << i;
+    } else {
+#pragma unroll
+      for (int v = 0; v < WAVES; v++) {
+        const int r = p.m0 + v * 128 + w * 64 + lrow;
+        as[2 * v] = As + (long)min(r, M - 1) * KB;
+        as[2 * v + 1] = As + (long)min(r + 8, M - 1) * KB;
+      }
     }
-    const int nb0 = p.n0 / 128;
+    // SWAP_AB: the warpgroup's 64 weight rows lie in one weight-scale block (they start on a
+    // multiple of 64).
+    const int nb0 = SWAP_AB ? (p.n0 + 64 * w) / 128 : p.n0 / 128;
     const float *bs[NB];
 #pragma unroll
     for (int i = 0; i < NB; i++) bs[i] = Bs + (long)min(nb0 + i, nblocks - 1) * KB;
@@ -522,10 +562,15 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
 
     // The scales of the first k-block; each iteration then loads the next one's, so that their
     // latency hides behind a k-block of tensor work.
-    at_sm90::kscales<WAVES> cur, nxt;
-    auto load_scales = [&](int kb, at_sm90::kscales<WAVES> &sc) {
+    at_sm90::kscales<NSA> cur, nxt;
+    auto load_scales = [&](int kb, at_sm90::kscales<NSA> &sc) {
+      if constexpr (SWAP_AB) {
 #pragma unroll
-      for (int i = 0; i < 2 * WAVES; i++) sc.a[i] = __ldg(as[i] + kb);
+        for (int i = 0; i < NSA; i++) sc.a[i] = tok_in >> i & 1u ? __ldg(as_sw + (long)(8 * (i / 2) + (i & 1)) * KB + kb) : 0.f;
+      } else {
+#pragma unroll
+        for (int i = 0; i < 2 * WAVES; i++) sc.a[i] = __ldg(as[i] + kb);
+      }
 #pragma unroll
       for (int i = 0; i < NB; i++) sc.b[i] = __ldg(bs[i] + kb);
     };
@@ -538,6 +583,16 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
 #pragma unroll
         for (int c = 0; c < CLUSTER_MN; c++) at_mbar_arrive_cluster_if(empty0 + s * 8, kbase + c, lane == 0);
       }
+    };
+    // Shared-memory descriptors of stage s: the wgmma's A, 64 rows (slice v of this warpgroup's
+    // token rows; with SWAP_AB its 64 weight rows), and its B (the weight tile; with SWAP_AB the
+    // token tile).
+    auto desc_a = [&](int s, int v) {
+      return at_wgmma_desc_sw128(SWAP_AB ? base + L::b_off + s * L::b_stage + w * 64 * 128
+                                         : base + L::a_off + s * L::a_stage + (v * 128 + w * 64) * 128);
+    };
+    auto desc_b = [&](int s) {
+      return at_wgmma_desc_sw128(SWAP_AB ? base + L::a_off + s * L::a_stage : base + L::b_off + s * L::b_stage);
     };
     // Multiply slice v by a row factor (fa) times a weight-block factor (fb), per 8-column group:
     // with one weight-scale block two products per call.
@@ -579,8 +634,21 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       }
     };
     // Promote a k-block of slice v: result += acc * As[row][kb] * Bs[col / 128][kb].
-    auto promote = [&](float(&a)[NACC], int v, const at_sm90::kscales<WAVES> &sc) {
-      scale_slice(res[v], a, true, v, sc.a, sc.b);
+    // With SWAP_AB the accumulator's rows are weight rows (one block: b[0]) and its columns tokens:
+    // a[4 g + e] is token 8 g + colq + (e & 1).
+    auto promote = [&](float(&a)[NACC], int v, const at_sm90::kscales<NSA> &sc) {
+      if constexpr (SWAP_AB) {
+#pragma unroll
+        for (int g = 0; g < NACC / 4; g++) {
+          const float f0 = sc.a[2 * g] * sc.b[0], f1 = sc.a[2 * g + 1] * sc.b[0];
+          res[0][4 * g + 0] += a[4 * g + 0] * f0;
+          res[0][4 * g + 1] += a[4 * g + 1] * f1;
+          res[0][4 * g + 2] += a[4 * g + 2] * f0;
+          res[0][4 * g + 3] += a[4 * g + 3] * f1;
+        }
+      } else {
+        scale_slice(res[v], a, true, v, sc.a, sc.b);
+      }
     };
 
     if (p.kb0 < p.kb1) load_scales(p.kb0, nxt);
@@ -593,13 +661,12 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       auto issue = [&](float(&a)[NACC], int i) {
         const int s = i % STAGES;
         at_mbar_wait(full0 + s * 8, (at_u32)(i / STAGES) & 1u);
-        const at_u64 db = at_wgmma_desc_sw128(base + L::b_off + s * L::b_stage);
-        const at_u64 da = at_wgmma_desc_sw128(base + L::a_off + s * L::a_stage + w * 64 * 128);
+        const at_u64 db = desc_b(s), da = desc_a(s, 0);
 #pragma unroll
         for (int j = 0; j < NACC; j++) at_reg_fence(a[j]);
         at_wgmma_fence();
 #pragma unroll
-        for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(a, da + 2 * ks, db + 2 * ks, ks);
+        for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<WG_N>::mma(a, da + 2 * ks, db + 2 * ks, ks);
         at_wgmma_commit();
       };
       // The older batch (k-block `it`) has completed: release its stage, promote it.
@@ -663,10 +730,10 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
         };
         const int s = it % STAGES;
         at_mbar_wait(full0 + s * 8, (at_u32)(it / STAGES) & 1u);
-        const at_u64 db = at_wgmma_desc_sw128(base + L::b_off + s * L::b_stage);
+        const at_u64 db = desc_b(s);
 #pragma unroll
         for (int v = 0; v < WAVES; v++) {
-          const at_u64 da = at_wgmma_desc_sw128(base + L::a_off + s * L::a_stage + (v * 128 + w * 64) * 128);
+          const at_u64 da = desc_a(s, v);
           if (PINGPONG_ON) {
             // Warpgroup 0 issues after warpgroup 1's previous batch (except the first), warpgroup 1
             // after warpgroup 0's current one: with PINGPONG 1 once that batch has completed, with 2
@@ -681,13 +748,13 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
             at_wgmma_fence();
             const int keep = kb > p.kb0;
 #pragma unroll
-            for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(res[v], da + 2 * ks, db + 2 * ks, keep | ks);
+            for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<WG_N>::mma(res[v], da + 2 * ks, db + 2 * ks, keep | ks);
           } else {
 #pragma unroll
             for (int i = 0; i < NACC; i++) at_reg_fence(acc[i]);
             at_wgmma_fence();
 #pragma unroll
-            for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<BLOCK_N>::mma(acc, da + 2 * ks, db + 2 * ks, ks);
+            for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<WG_N>::mma(acc, da + 2 * ks, db + 2 * ks, ks);
           }
           at_wgmma_commit();
           if (v == 0) next_scales();
@@ -770,13 +837,15 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
       // the stores are 16-byte stores with immediate offsets (computing each address, ptxas made
       // them four 4-byte stores each, whose address registers waited on the stores before them:
       // a fifth of the stall samples of a split tail on the H100, docs/perf.md).
+      // A math warpgroup's partial: 128 threads x NACC floats a slice (64 x BLOCK_N, or BLOCK_M x 64
+      // with SWAP_AB), in fragment order (every split the same).
       float4 *const mine = (float4 *)(partials + ((long)p.split * ctiles + ctile) * tile_floats +
-                                      (long)w * 64 * BLOCK_N) + t;
+                                      (long)w * 128 * NACC) + t;
 #pragma unroll
       for (int v = 0; v < WAVES; v++)
 #pragma unroll
-        for (int j = 0; j < BLOCK_N / 8; j++)
-          __stcg(mine + (v * MATH_WG * 64 * BLOCK_N / 4 + j * 128),
+        for (int j = 0; j < NACC / 4; j++)
+          __stcg(mine + (v * MATH_WG * 32 * NACC + j * 128),
                  make_float4(res[v][4 * j], res[v][4 * j + 1], res[v][4 * j + 2], res[v][4 * j + 3]));
       // Release and acquire by one thread: the warpgroup's barrier orders its stores before thread
       // 0's fence, which orders them before the count at GPU scope; the last split's thread 0
@@ -797,12 +866,12 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
         for (int i = 0; i < NACC; i++) res[v][i] = 0.f;
       for (int sp = 0; sp < split_k; sp++) {
         const float4 *const src = (const float4 *)(partials + ((long)sp * ctiles + ctile) * tile_floats +
-                                                   (long)w * 64 * BLOCK_N) + t;
+                                                   (long)w * 128 * NACC) + t;
 #pragma unroll
         for (int v = 0; v < WAVES; v++)
 #pragma unroll
-          for (int j = 0; j < BLOCK_N / 8; j++) {
-            const float4 x = __ldcg(src + (v * MATH_WG * 64 * BLOCK_N / 4 + j * 128));
+          for (int j = 0; j < NACC / 4; j++) {
+            const float4 x = __ldcg(src + (v * MATH_WG * 32 * NACC + j * 128));
             res[v][4 * j] += x.x, res[v][4 * j + 1] += x.y, res[v][4 * j + 2] += x.z, res[v][4 * j + 3] += x.w;
           }
       }
@@ -813,55 +882,77 @@ __global__ void __launch_bounds__(128 * (1 + (BLOCK_M == 192 ? 3 : BLOCK_M >= 12
     // warpgroup's staging area, then 16-byte coalesced stores, by this warpgroup or (offload) by
     // the store warps.
     unsigned short *const C = (unsigned short *)args.c;
+    if constexpr (SWAP_AB) {
+      // The slice is C's rows m0 + [0, BLOCK_M) by its columns n0 + 64 w + [0, 64), transposed in
+      // the accumulator: staged one bf16 at a time (a warp's 32 stores fall in distinct banks or
+      // words), then copied out in 16-byte stores along C's rows.
 #pragma unroll
-    for (int v = 0; v < WAVES; v++) {
+      for (int g = 0; g < NACC / 4; g++)
 #pragma unroll
-      for (int h = 0; h < BLOCK_N / EPI_N; h++) {
-        if (CLUSTER_K == 2 && h != kr) continue;  // the peer stores this half
-        const int buf = offload ? pc % NBUF : 0, area = w * NBUF + buf;
-        unsigned char *const stage_c = stage_c0 + buf * L::c_wg;
-        if (offload) at_named_barrier(BAR_FREE + area, STORE_THREADS);  // the store warps are done with it
-        // This thread's place in the area. Kernels whose accumulators take 192 registers or more
-        // compute it here (at_opaque: one register, the column groups' offsets immediates of the
-        // stores): ptxas otherwise hoists all 32 addresses out of the tile loop and spills some
-        // across the k-loop, whose reloads after it cost 128 x 128 with two k-blocks in flight 4-6%
-        // (H100, docs/perf.md). Elsewhere the hoisted addresses fit, and are 1% faster.
-        if constexpr (ACC_REGS >= 192) {
-          unsigned char *const mine = stage_c + at_opaque(lrow * L::c_pitch + colq * 2);
-#pragma unroll
-          for (int j = 0; j < CHUNKS; j++) {
-            const int q = h * CHUNKS + j;  // the 8-column group in the slice
-            *(at_u32 *)(mine + 16 * j) = at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
-            *(at_u32 *)(mine + 8 * L::c_pitch + 16 * j) = at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
-          }
-        } else {
-#pragma unroll
-          for (int j = 0; j < CHUNKS; j++) {
-            const int q = h * CHUNKS + j;
-            *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) =
-                at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
-            *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) =
-                at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
-          }
+        for (int e = 0; e < 4; e++) {
+          const int tok = 8 * g + colq + (e & 1), col = lrow + (e & 2 ? 8 : 0);
+          *(unsigned short *)(stage_c0 + tok * L::c_pitch + col * 2) =
+              (unsigned short)(at_pack_bf16x2(res[0][4 * g + e], 0.f) & 0xffffu);
         }
-        if (offload) {
-          if (t == 0) {
-            *(int *)(stage_c + EPI_N * 2) = p.m0 + v * 128 + w * 64;
-            *(int *)(stage_c + EPI_N * 2 + 4) = p.n0 + h * EPI_N;
+      at_named_barrier(1 + w, 128);
+#pragma unroll 2
+      for (int c = t; c < BLOCK_M * 8; c += 128) {
+        const int r = c / 8, cc = c % 8;
+        const int grow = p.m0 + r, gcol = p.n0 + w * 64 + cc * 8;
+        if (grow < M && gcol < N) *(uint4 *)(C + grow * ldc + gcol) = *(const uint4 *)(stage_c0 + r * L::c_pitch + cc * 16);
+      }
+      at_named_barrier(1 + w, 128);  // the staging area is free again
+    } else {
+#pragma unroll
+      for (int v = 0; v < WAVES; v++) {
+#pragma unroll
+        for (int h = 0; h < BLOCK_N / EPI_N; h++) {
+          if (CLUSTER_K == 2 && h != kr) continue;  // the peer stores this half
+          const int buf = offload ? pc % NBUF : 0, area = w * NBUF + buf;
+          unsigned char *const stage_c = stage_c0 + buf * L::c_wg;
+          if (offload) at_named_barrier(BAR_FREE + area, STORE_THREADS);  // the store warps are done with it
+          // This thread's place in the area. Kernels whose accumulators take 192 registers or more
+          // compute it here (at_opaque: one register, the column groups' offsets immediates of the
+          // stores): ptxas otherwise hoists all 32 addresses out of the tile loop and spills some
+          // across the k-loop, whose reloads after it cost 128 x 128 with two k-blocks in flight 4-6%
+          // (H100, docs/perf.md). Elsewhere the hoisted addresses fit, and are 1% faster.
+          if constexpr (ACC_REGS >= 192) {
+            unsigned char *const mine = stage_c + at_opaque(lrow * L::c_pitch + colq * 2);
+#pragma unroll
+            for (int j = 0; j < CHUNKS; j++) {
+              const int q = h * CHUNKS + j;  // the 8-column group in the slice
+              *(at_u32 *)(mine + 16 * j) = at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
+              *(at_u32 *)(mine + 8 * L::c_pitch + 16 * j) = at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
+            }
+          } else {
+#pragma unroll
+            for (int j = 0; j < CHUNKS; j++) {
+              const int q = h * CHUNKS + j;
+              *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) =
+                  at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
+              *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) =
+                  at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
+            }
           }
-          at_named_arrive(BAR_STAGED + area, STORE_THREADS);
-          pc++;
-          continue;
-        }
-        at_named_barrier(1 + w, 128);
+          if (offload) {
+            if (t == 0) {
+              *(int *)(stage_c + EPI_N * 2) = p.m0 + v * 128 + w * 64;
+              *(int *)(stage_c + EPI_N * 2 + 4) = p.n0 + h * EPI_N;
+            }
+            at_named_arrive(BAR_STAGED + area, STORE_THREADS);
+            pc++;
+            continue;
+          }
+          at_named_barrier(1 + w, 128);
 #pragma unroll 4
-        for (int c = t; c < 64 * CHUNKS; c += 128) {
-          const int r = c / CHUNKS, cc = c % CHUNKS;
-          const int grow = p.m0 + v * 128 + w * 64 + r, gcol = p.n0 + h * EPI_N + cc * 8;
-          if (grow < M && gcol < N)
-            *(uint4 *)(C + grow * ldc + gcol) = *(const uint4 *)(stage_c + r * L::c_pitch + cc * 16);
+          for (int c = t; c < 64 * CHUNKS; c += 128) {
+            const int r = c / CHUNKS, cc = c % CHUNKS;
+            const int grow = p.m0 + v * 128 + w * 64 + r, gcol = p.n0 + h * EPI_N + cc * 8;
+            if (grow < M && gcol < N)
+              *(uint4 *)(C + grow * ldc + gcol) = *(const uint4 *)(stage_c + r * L::c_pitch + cc * 16);
+          }
+          at_named_barrier(1 + w, 128);  // the staging area is free again
         }
-        at_named_barrier(1 + w, 128);  // the staging area is free again
       }
     }
     if constexpr (CLUSTER_K == 2) {

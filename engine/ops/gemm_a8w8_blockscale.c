@@ -30,17 +30,18 @@ static const param_range MMA_PARAMS[] = {{"BLOCK_M", 16, 512}, {"BLOCK_N", 16, 5
                                          {"WARPS_M", 1, 16},   {"WARPS_N", 1, 16},   {"STAGES", 2, 16},
                                          {"SPLIT_K", 1, 64},   {NULL, 0, 0}};
 static const param_range MMA_OPTIONAL[] = {{"GROUP_M", 1, 64, 1}, {"B_HINT", 0, 2, 0}, {NULL, 0, 0, 0}};
-static const param_range SM90_PARAMS[] = {{"BLOCK_M", 64, 256}, {"BLOCK_N", 16, 256}, {"STAGES", 2, 16},
+static const param_range SM90_PARAMS[] = {{"BLOCK_M", 16, 256}, {"BLOCK_N", 16, 256}, {"STAGES", 2, 16},
                                           {"GROUP_M", 1, 64},   {"SPLIT_K", 1, 64},   {"PINGPONG", 0, 2},
                                           {NULL, 0, 0}};
 /* Optional sm90 parameters, with the template's defaults: clusters (CTAs along M sharing B, along N
  * sharing A), k-blocks in flight per math warpgroup, RESCALE (one accumulator rescaled in place
  * instead of a separate result), STORE (the producer's idle warps store the results; 2: from two
  * staging areas per math warpgroup), CLUSTER_K
- * (two CTAs of a cluster split a tile's k-blocks and exchange halves through shared memory). */
+ * (two CTAs of a cluster split a tile's k-blocks and exchange halves through shared memory), SWAP_AB
+ * (the weights on the wgmma's M side, the tokens on its N: decode-sized tiles of 16 to 64 rows). */
 static const param_range SM90_OPTIONAL[] = {{"CLUSTER_M", 1, 2, 1}, {"CLUSTER_N", 1, 2, 1}, {"KPIPE", 1, 2, 1},
                                             {"RESCALE", 0, 1, 0},   {"STORE", 0, 2, 0},     {"CLUSTER_K", 1, 2, 1},
-                                            {NULL, 0, 0, 0}};
+                                            {"SWAP_AB", 0, 1, 0},   {NULL, 0, 0, 0}};
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
@@ -50,24 +51,27 @@ static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
 static int64_t mma_stage_bytes(int64_t bm, int64_t bn) { return align_up((bm + bn) * 128 + bm * 4 + 16, 128); }
 
 /* The sm90 family's math warpgroups: one for BLOCK_M = 64, three for 192, two for 128 and 256 (each takes BLOCK_M / 128
- * slices of 64 rows). */
-static int64_t sm90_math_wg(int64_t bm) { return bm == 192 ? 3 : bm >= 128 ? 2 : 1; }
+ * slices of 64 rows); with SWAP_AB one per 64 columns (weight rows) of BLOCK_N. */
+static int64_t sm90_math_wg(int64_t bm, int64_t bn, int64_t swap) {
+  return swap ? bn / 64 : bm == 192 ? 3 : bm >= 128 ? 2 : 1;
+}
 
 /* The sm90 family's shared memory (templates/gemm_a8w8_blockscale_sm90.cuh, at_sm90::layout):
  * STAGES x (A + B tiles), a bf16 staging area of 64 rows x (2 EPI_N + 16 or 32) bytes per math
  * warpgroup (EPI_N: BLOCK_N, or half of it above 128 or with CLUSTER_K 2, staged in two passes),
  * with CLUSTER_K 2 at least one exchange chunk (128 threads x up to 32 floats, at_sm90::layout) and two
  * more mbarriers per math warpgroup, two mbarriers per stage and flags. STORE 2 doubles the staging
- * areas (the store warps copy one while the math warpgroup stages into the other). */
-static int64_t sm90_smem_bytes(int64_t bm, int64_t bn, int64_t stages, int64_t ck, int64_t store) {
-  const int64_t epi_n = bn > 128 || ck == 2 ? bn / 2 : bn, half = bn / 4;
+ * areas (the store warps copy one while the math warpgroup stages into the other). With SWAP_AB a
+ * math warpgroup stages BLOCK_M rows of its 64 columns. */
+static int64_t sm90_smem_bytes(int64_t bm, int64_t bn, int64_t stages, int64_t ck, int64_t store, int64_t swap) {
+  const int64_t epi_n = swap ? 64 : bn > 128 || ck == 2 ? bn / 2 : bn, half = bn / 4;
   /* the fewest equal chunks of whole float4s, at most 32 floats each */
   const int64_t xf = half <= 32 ? half : half % 8 == 0 ? half / 2 : half % 12 == 0 ? half / 3 : 4;
   const int64_t x_bytes = ck == 2 ? 128 * xf * 4 : 0;
   const int64_t pitch = epi_n * 2 + (epi_n % 16 == 8 ? 32 : 16); /* padded against bank conflicts */
-  const int64_t c_wg = 64 * pitch > x_bytes ? 64 * pitch : x_bytes;
-  return stages * (bm + bn) * 128 + sm90_math_wg(bm) * c_wg * (store == 2 ? 2 : 1) + 2 * stages * 8 +
-         (ck == 2 ? 16 * sm90_math_wg(bm) : 0) + 16;
+  const int64_t rows = swap ? bm : 64, c_wg = rows * pitch > x_bytes ? rows * pitch : x_bytes;
+  const int64_t wg = sm90_math_wg(bm, bn, swap);
+  return stages * (bm + bn) * 128 + wg * c_wg * (store == 2 ? 2 : 1) + 2 * stages * 8 + (ck == 2 ? 16 * wg : 0) + 16;
 }
 
 static int has_param(const at_params *p, const char *name) {
@@ -115,15 +119,20 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
   }
   if (strcmp(family, "sm90") == 0) {
     AT_TRY(require(family, SM90_PARAMS, p));
-    if (bm != 64 && bm != 128 && bm != 192 && bm != 256)
-      return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M must be 64, 128, 192 or 256 (got %lld)", (long long)bm);
     for (const param_range *r = SM90_OPTIONAL; r->name; r++)
       AT_TRY(check_param(family, r->name, at_params_get(p, r->name, r->absent)));
+    const int64_t swap = at_params_get(p, "SWAP_AB", 0);
+    if (swap && bm != 16 && bm != 32 && bm != 64)
+      return at_fail(AT_ERR_INPUT, "family sm90: with SWAP_AB, BLOCK_M must be 16, 32 or 64 (got %lld)", (long long)bm);
+    if (swap && bn != 64 && bn != 128)
+      return at_fail(AT_ERR_INPUT, "family sm90: with SWAP_AB, BLOCK_N must be 64 or 128 (got %lld)", (long long)bn);
+    if (!swap && bm != 64 && bm != 128 && bm != 192 && bm != 256)
+      return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M must be 64, 128, 192 or 256 (got %lld)", (long long)bm);
     if (at_params_get(p, "CLUSTER_M", 1) == 2 && bn % 16)
       return at_fail(AT_ERR_INPUT, "family sm90: CLUSTER_M = 2 needs BLOCK_N a multiple of 16 (got %lld)", (long long)bn);
-    out[0] = 128 * (1 + sm90_math_wg(bm));
+    out[0] = 128 * (1 + sm90_math_wg(bm, bn, swap));
     out[1] = sm90_smem_bytes(bm, bn, at_params_get(p, "STAGES", 0), at_params_get(p, "CLUSTER_K", 1),
-                             at_params_get(p, "STORE", 0));
+                             at_params_get(p, "STORE", 0), swap);
     return AT_OK;
   }
   return at_fail(AT_ERR_INPUT, "unknown family '%s' (gemm_a8w8_blockscale has: mma, sm90)", family);
@@ -178,7 +187,7 @@ static int launch(const char *family, const at_params *p, const at_shape *s, int
     out->smem_bytes = (unsigned)derived[1];
     out->griddep = 1;
     if (split > 1) {
-      out->ws_counters = ctiles * cluster * sm90_math_wg(bm);
+      out->ws_counters = ctiles * cluster * sm90_math_wg(bm, bn, at_params_get(p, "SWAP_AB", 0));
       out->ws_partial_bytes = (size_t)(split * ctiles * cluster * bm * bn * 4);
     }
     return AT_OK;

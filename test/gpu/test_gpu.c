@@ -10,7 +10,8 @@
  *            resume to the same results, leave no worker behind, and the DB passes
  *            integrity_check
  *   sm90     the sm90 (Hopper) family on edge shapes: M = 1, 63, 65, 4097, N tails, K = 128, split-K
- *   sm90_random  a random sample of sm90 candidates on random shapes (seed printed, AT_RANDOM_SEED)
+ *   sm90_random  a random sample of sm90 candidates on random shapes (seed printed, AT_RANDOM_SEED),
+ *                one of them with the operands swapped (SWAP_AB)
  *   multi    with two GPUs or more (skipped otherwise): the edge space tuned on every GPU at once
  *            completes with every result checked, and the same winners' counts as on one GPU */
 #include <signal.h>
@@ -131,6 +132,22 @@ static void sm90_random(void) {
             "CLUSTER_N: %d, KPIPE: %d, RESCALE: %d, STORE: %d, CLUSTER_K: %d}\n",
             v, getenv("AT_TEST_SOURCE_ROOT"), bm, bn, stages, group, split, pingpong, cm, cn, kpipe, rescale, store, ck);
   }
+  {
+    /* One with the operands swapped (SWAP_AB: 16 to 64 tokens on the wgmma's N side, one or two
+     * math warpgroups of 64 weight rows), on the same shapes, whatever their M. */
+    r = r * 6364136223846793005ull + 1442695040888963407ull;
+    int bm = 16 << ((r >> 33) % 3), bn = 64 << ((r >> 40) & 1), stages = 2 + (int)((r >> 50) % 7);
+    int split = 1 + (int)((r >> 20) % 4), group = (r >> 10) & 1 ? 8 : 1, kpipe = 1 + (int)((r >> 60) & 1);
+    int cluster = (int)((r >> 56) % 3); /* none, a pair along M (sharing weights), along N (tokens) */
+    fprintf(f,
+            "  - name: s6\n    family: sm90\n    template: %s/templates/gemm_a8w8_blockscale_sm90.cuh\n"
+            "    entry: \"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, "
+            "CLUSTER_N, KPIPE, 0, 0, 1, SWAP_AB>\"\n"
+            "    params: {BLOCK_M: %d, BLOCK_N: %d, STAGES: %d, GROUP_M: %d, SPLIT_K: %d, PINGPONG: 0, CLUSTER_M: %d, "
+            "CLUSTER_N: %d, KPIPE: %d, SWAP_AB: 1}\n",
+            getenv("AT_TEST_SOURCE_ROOT"), bm, bn, stages, group, split, cluster == 1 ? 2 : 1, cluster == 2 ? 2 : 1,
+            kpipe);
+  }
   fprintf(f, "shapes:\n");
   for (int i = 0; i < 3; i++) {
     r = r * 6364136223846793005ull + 1442695040888963407ull;
@@ -147,7 +164,7 @@ static void sm90_random(void) {
   fprintf(stderr, "---- autotune sm90_random.yaml (exit %d, seed %llu)\n%s----\n", rc, (unsigned long long)seed, text);
   CHECK_EQ_INT(rc, 0);
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
-  CHECK(dbq(db, "SELECT count(*) FROM results WHERE status = 'ok'") >= 6);
+  CHECK(dbq(db, "SELECT count(*) FROM results WHERE status = 'ok'") >= 7);
   free(text), free(out), free(db), free(path);
 }
 

@@ -203,8 +203,12 @@ static void test_shipped_space(void) {
   CHECK(s->timing.timeout_s == 10.0);
   check_shipped_shapes(s);
 
-  CHECK_EQ_INT(s->nvariants, 3);
-  if (s->nvariants == 3) {
+  CHECK_EQ_INT(s->nvariants, 4);
+  if (s->nvariants == 4) {
+    /* The same and SWAP_AB, with the operands swapped */
+    CHECK(strcmp(s->variants[3].name, "sm90_swap") == 0);
+    CHECK(strcmp(s->variants[3].family, "sm90") == 0);
+    CHECK_EQ_INT(s->variants[3].nparams, 14);
     /* BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, UNSPLIT, PINGPONG, CLUSTER_M, CLUSTER_N, KPIPE, RESCALE, STORE,
      * CLUSTER_K */
     CHECK(strcmp(s->variants[2].name, "sm90") == 0);
@@ -240,7 +244,8 @@ static void test_shipped_space(void) {
   CHECK_EQ_INT(rc, AT_OK);
   if (e) {
     CHECK_EQ_INT(e->total, 4 * 4 * 1 * 3 * 3 * 3 * 2 * 4 * 2 + 2 * 3 * 1 * 2 * 3 * 3 * 2 * 4 * 2 +
-                               4 * 7 * 6 * 2 * 4 * 2 * 1 * 2 * 2 * 2 * 2 * 3 * 2);
+                               4 * 7 * 6 * 2 * 4 * 2 * 1 * 2 * 2 * 2 * 2 * 3 * 2 +
+                               2 * 2 * 9 * 1 * 3 * 2 * 1 * 2 * 2 * 2 * 1 * 1 * 1 * 1);
     CHECK(e->n > 0 && (int64_t)e->n < e->total);
     CHECK_EQ_INT(e->nshapes, 40);
     CHECK_EQ_INT(at_enum_pruned_total(e) + (int64_t)e->n, e->total);
