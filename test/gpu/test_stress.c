@@ -3,7 +3,8 @@
  *   - THREADS threads, each with its own streams, make CALLS calls in bursts of one to three
  *     launches without a sync in between, on shapes drawn at random from a pool (M from 1 to 4096;
  *     the shipped (N, K), which the committed configs tune, two that no file tunes, and two whose
- *     test-made config files split K in most buckets, one with each template family (the mma file
+ *     test-made config files split K in most buckets, one with each template family (the sm90 file
+ *     with the operands swapped, SWAP_AB, up to M = 32; the mma file
  *     leaves GROUP_M and SPLIT_K to the launch: buckets that share an instantiation each launch
  *     with their own SPLIT_K, checked on M = 64 and 128 one after the other);
  *   - each thread then captures two launches in CUDA graphs on a stream the library has never
@@ -379,11 +380,18 @@ static void write_configs(const char *dir, int n, int k, const char *const entri
   "\"params\": {\"PINGPONG\":" #pp ",\"BLOCK_M\":" #bm ",\"BLOCK_N\":" #bn ",\"CLUSTER_M\":" #cm ",\"CLUSTER_N\":" #cn     \
   ",\"GROUP_M\":8,\"KPIPE\":" #kp ",\"SPLIT_K\":" #split ",\"STAGES\":4}"
 
+/* sm90 entries with the operands swapped (SWAP_AB: bm tokens on the wgmma's N side), for decode M. */
+#define SWAP_ENTRY(bm, bn, split, cm, cn, kp)                                                                          \
+  "\"variant\": \"sm90_swap\", \"family\": \"sm90\", \"template\": \"gemm_a8w8_blockscale_sm90.cuh\", \"entry\": "           \
+  "\"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, CLUSTER_N, KPIPE, 0, 0, 1, "  \
+  "SWAP_AB>\", \"params\": {\"PINGPONG\":0,\"BLOCK_M\":" #bm ",\"BLOCK_N\":" #bn ",\"CLUSTER_M\":" #cm               \
+  ",\"CLUSTER_N\":" #cn ",\"GROUP_M\":8,\"KPIPE\":" #kp ",\"SPLIT_K\":" #split ",\"STAGES\":8,\"SWAP_AB\":1}"
+
 static void write_split_configs(const char *dir) {
   static const char *const MMA[7] = {MMA_ENTRY(16, 8), MMA_ENTRY(32, 4), MMA_ENTRY(64, 2), MMA_ENTRY(64, 4),
                                      MMA_ENTRY(64, 2), MMA_ENTRY(64, 2), MMA_ENTRY(64, 4)};
   static const char *const SM90[7] = {
-      SM90_ENTRY(64, 64, 4, 0, 1, 1, 2),    SM90_ENTRY(64, 128, 2, 0, 2, 1, 2),  SM90_ENTRY(64, 112, 8, 0, 1, 2, 1),
+      SWAP_ENTRY(16, 128, 2, 2, 1, 2),      SWAP_ENTRY(32, 64, 4, 1, 2, 1),      SM90_ENTRY(64, 112, 8, 0, 1, 2, 1),
       SM90_ENTRY(128, 128, 2, 1, 1, 1, 1),  SM90_ENTRY(128, 160, 1, 1, 1, 1, 1), SM90_ENTRY(128, 128, 2, 0, 2, 1, 2),
       SM90_ENTRY(128, 128, 1, 1, 1, 1, 1)};
   write_configs(dir, 2048, 2048, MMA);
@@ -620,11 +628,13 @@ int main(int argc, char **argv) {
   uint64_t rng = SEED;
   int big = 0;
   /* The problems that reproduce the reported failure come first: 256x1024x2048, 64x1024x3072,
-   * 256x1024x3072 in that order on one stream; then one with many tiles, and two (N, K) that no
-   * file tunes, so that every sequence has some. */
+   * 256x1024x3072 in that order on one stream; then one with many tiles, two (N, K) that no file
+   * tunes, so that every sequence has some, and the swapped buckets of the sm90 split file. */
   static const int64_t FIXED[][3] = {{256, 1024, 2048}, {64, 1024, 3072}, {256, 1024, 3072}, {4096, 2048, 2048},
-                                     {100, 1536, 1536}, {7, 512, 4096}, {64, 2048, 2048}, {128, 2048, 2048}};
-  for (int i = 0; i < 8; i++, NP++) make_problem(&P[NP], FIXED[i][0], FIXED[i][1], FIXED[i][2], next_rand(&rng), 0);
+                                     {100, 1536, 1536}, {7, 512, 4096},   {64, 2048, 2048},  {128, 2048, 2048},
+                                     {5, 2560, 4096},   {32, 2560, 4096}};
+  for (size_t i = 0; i < sizeof FIXED / sizeof FIXED[0]; i++, NP++)
+    make_problem(&P[NP], FIXED[i][0], FIXED[i][1], FIXED[i][2], next_rand(&rng), 0);
   big = 1;
   while (NP < MAX_PROBLEMS) {
     int64_t m = MS[next_rand(&rng) % (sizeof MS / sizeof MS[0])];
