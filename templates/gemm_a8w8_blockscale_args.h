@@ -20,8 +20,10 @@
  *            (the tail below); honoured by the sm90 family, the host passes 0 to the others.
  *   unit_end the persistent walk stops before unit unit_end (0: no limit): the runtime leaves the last
  *            units of a call's partial last wave to a second launch, the tail (docs/runtime.md).
- *   late_wait 1: the kernel reads its inputs at once and waits for the stream's preceding kernel
- *            (griddepcontrol.wait) only before it exits. The runtime sets it for a tail launched
+ *   late_wait 1: the kernel reads its inputs at once, and the grid's last CTA waits for the stream's
+ *            preceding kernel (griddepcontrol.wait) before it exits, which is enough to keep the
+ *            grid from completing before it (the other CTAs exit at once, freeing their SMs for
+ *            the CTAs not yet started). The runtime sets it for a tail launched
  *            right after its main launch: the tail reads what the main launch reads, which the
  *            kernel before the main launch had finished (the main launch let the tail start only
  *            after its own wait), writes what the main launch does not, and must not finish before

@@ -89,10 +89,10 @@
 // next kernel be scheduled; launched with the attribute (the runtime's default), the setup overlaps
 // the end of the preceding kernel. Launched without it, both are no-ops.
 // The runtime's tail (docs/runtime.md): a call whose last wave would leave most SMs idle runs its
-// first unit_end units in this kernel and the rest of C, a rectangle at the end of the walk, as a
-// second launch of a finer config on that part of the matrices (pointers offset, C's row stride
-// ldc); that tail launch has late_wait set: it reads at once and waits for the main launch only
-// before it exits.
+// first unit_end units in this kernel and the rest of C, a rectangle at the end of the walk or the
+// rows after main_m (this kernel launched on those first rows), as a second launch of a finer
+// config on that part of the matrices (pointers offset, C's row stride ldc); that tail launch has
+// late_wait set: it reads at once, and its last CTA waits for the main launch before it exits.
 // The kernel traps when launched with other threads or less dynamic shared memory than its launch
 // rule (engine/ops/gemm_a8w8_blockscale.c) promises: a host/template mismatch is a fault.
 //
@@ -975,6 +975,9 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
     for (int b = 0; b < NBUF; b++) at_named_barrier(BAR_FREE + w * NBUF + b, STORE_THREADS);
   }
   // A tail (late_wait) finishes only after the stream's preceding kernel, its main launch: the next
-  // kernel waits for this grid alone.
-  if (args.late_wait) at_griddep_wait();
+  // kernel waits for this grid alone. One CTA waiting is enough for that (a grid completes when its
+  // last CTA exits), and the grid's last one does: a CTA that waited would keep its SM from the
+  // tail's CTAs not yet started until the main launch ends (H100: a tail of two rounds of clusters
+  // then ran them after the main launch, not on the SMs its last wave freed; docs/perf.md).
+  if (args.late_wait && blockIdx.x == gridDim.x - 1) at_griddep_wait();
 }

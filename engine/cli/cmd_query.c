@@ -144,12 +144,13 @@ static void put_tail(at_buf *b, const char *op, const at_config *c, at_source sr
     return;
   }
   const char *plan = at_a8w8_tail_kind(&t);
-  const int tile = at_a8w8_tail_tile_side(t.tile);
+  int tm = 0, tn = 0;
+  at_a8w8_tail_tile(t.tile, &tm, &tn);
   at_buf_printf(b,
-                "{\"plan\": \"%s\", \"sm_count\": %d, \"main_units\": %lld, \"main_n\": %lld, \"m0\": %lld, "
-                "\"n0\": %lld, \"tile\": \"%dx%d\", \"cluster_k\": %d}",
-                plan, sm_count, (long long)t.unit_end, (long long)t.main_n, (long long)t.m0, (long long)t.n0, tile,
-                tile, t.cluster_k);
+                "{\"plan\": \"%s\", \"sm_count\": %d, \"main_units\": %lld, \"main_m\": %lld, \"main_n\": %lld, "
+                "\"m0\": %lld, \"n0\": %lld, \"tile\": \"%dx%d\", \"cluster_k\": %d}",
+                plan, sm_count, (long long)t.unit_end, (long long)t.main_m, (long long)t.main_n, (long long)t.m0,
+                (long long)t.n0, tm, tn, t.cluster_k);
 }
 
 int cmd_query(int argc, char **argv) {

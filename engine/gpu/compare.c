@@ -168,7 +168,8 @@ static int ensure_runtime(cmp_worker *w, const at_compare_req *q, int which) {
 static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
 
 /* The runtime's tail for the selected config, when it launches one (the same plan as the runtime's,
- * gemm_a8w8_blockscale_tail.h): said after the kernel, " + tail C[m0:][n0:] 128x128 CK2" (64x64). */
+ * gemm_a8w8_blockscale_tail.h): said after the kernel, " + tail C[m0:][n0:] 128x128 CK2" (64x64,
+ * 128x256). */
 static void note_tail(const cmp_worker *w, at_compare_result *r) {
   if (at_tail_env() != 1 || strcmp(w->gop->name, "gemm_a8w8_blockscale") != 0 || !strstr(r->kernel, "_sm90<")) return;
   at_config c = {0};
@@ -179,9 +180,10 @@ static void note_tail(const cmp_worker *w, at_compare_result *r) {
   at_a8w8_tail_plan("sm90", &p, &w->shape, w->g.info.sm_count, at_source_name_untuned(r->source), &t);
   if (!t.split) return;
   size_t used = strlen(r->kernel);
-  const int tm = at_a8w8_tail_tile_side(t.tile);
+  int tm = 0, tn = 0;
+  at_a8w8_tail_tile(t.tile, &tm, &tn);
   snprintf(r->kernel + used, sizeof r->kernel - used, " %s C[%lld:][%lld:] %dx%d%s",
-           t.unit_end ? "+ tail" : "+ tail (whole call, instead)", (long long)t.m0, (long long)t.n0, tm, tm,
+           t.unit_end ? "+ tail" : "+ tail (whole call, instead)", (long long)t.m0, (long long)t.n0, tm, tn,
            t.cluster_k == 2 ? " CK2" : "");
 }
 

@@ -13,35 +13,56 @@ const char AT_A8W8_TAIL_ENTRY[] = "gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, S
  * time per product against the main config's, which the model assumes. Walked GROUP_M 8 rows of
  * tiles at a time, so that the CTAs running together share their weight tiles: a row at a time, a
  * whole call of two rows whose weights exceed L2 read them twice from memory (H100, docs/perf.md:
- * 256 x 16384 x 6656 ran 1.63x cuBLASLt's time). */
+ * 256 x 16384 x 6656 ran 1.63x cuBLASLt's time). The third, for the tail by rows only: the large-M
+ * tile, 128 x 256 accumulating in place (RESCALE 1) with four stages, always split in K by a cluster
+ * of two (its halves' exchange); its penalty is per half tile (H100, docs/perf.md: the whole call
+ * 6000 x 1792 x 12288 in it ran 0.946x the time of 128 x 256 pairs, whose 3 waves against its 2.5
+ * put a half at 1.14x its share). */
 typedef struct tail_tile {
-  int m, n, stages;
+  int m, n, stages, kpipe, rescale;
   double penalty;
 } tail_tile;
-static const tail_tile MENU[] = {{128, 128, 6, 1.3}, {64, 64, 7, 1.8}};
-enum { MENU_LEN = sizeof MENU / sizeof MENU[0] };
+static const tail_tile MENU[] = {{128, 128, 6, 2, 0, 1.3}, {64, 64, 7, 2, 0, 1.8}, {128, 256, 4, 1, 1, 1.15}};
+enum { MENU_LEN = sizeof MENU / sizeof MENU[0], RECT_MENU_LEN = 2, ROWS_TILE = 2 };
 
 int at_a8w8_tail_params(int tile, int cluster_k, char *buf, size_t len) {
-  if (tile < 0 || tile >= MENU_LEN || cluster_k < 1 || cluster_k > 2) return -1;
+  if (tile < 0 || tile >= MENU_LEN || cluster_k < 1 || cluster_k > 2 || (tile == ROWS_TILE && cluster_k != 2)) return -1;
   const int n = snprintf(buf, len,
                          "{\"BLOCK_M\":%d,\"BLOCK_N\":%d,\"CLUSTER_K\":%d,\"CLUSTER_M\":1,\"CLUSTER_N\":1,\"GROUP_M\":8,"
-                         "\"KPIPE\":2,\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":%d,\"STORE\":0,\"UNSPLIT\":1}",
-                         MENU[tile].m, MENU[tile].n, cluster_k, MENU[tile].stages);
+                         "\"KPIPE\":%d,\"PINGPONG\":0,\"RESCALE\":%d,\"SPLIT_K\":1,\"STAGES\":%d,\"STORE\":0,\"UNSPLIT\":1}",
+                         MENU[tile].m, MENU[tile].n, cluster_k, MENU[tile].kpipe, MENU[tile].rescale, MENU[tile].stages);
   return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
 const char *at_a8w8_tail_kind(const at_a8w8_tail *t) {
-  return !t->split ? "none" : t->unit_end == 0 ? "whole call" : t->main_n ? "padding" : "last wave";
+  return !t->split         ? "none"
+         : t->unit_end == 0 ? "whole call"
+         : t->main_n        ? "padding"
+         : t->main_m        ? "last rows"
+                            : "last wave";
 }
 
-int at_a8w8_tail_tile_side(int tile) { return tile >= 0 && tile < MENU_LEN ? MENU[tile].m : 0; }
+int at_a8w8_tail_tile(int tile, int *rows, int *cols) {
+  if (tile < 0 || tile >= MENU_LEN) return -1;
+  *rows = MENU[tile].m, *cols = MENU[tile].n;
+  return 0;
+}
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t at_a8w8_tail_grid(const at_a8w8_tail *t, int64_t tail_m, int64_t tail_n) {
+  if (!t->split || !t->grid_all || t->tile < 0 || t->tile >= MENU_LEN) return 0;
+  return div_up(tail_m, MENU[t->tile].m) * div_up(tail_n, MENU[t->tile].n) * t->cluster_k;
+}
 
 #define TAIL_MIN_GAIN 0.99
 #define WHOLE_MIN_GAIN 0.9 /* a tail config instead of the whole call: a wider margin */
 #define PAD_MIN 0.1        /* padding of the last column of tiles worth a column tail: 10% of N */
 #define WHOLE_RATE_64 0.5  /* see the whole call below */
+#ifndef ROWS_MIN_GAIN
+#define ROWS_MIN_GAIN 0.925 /* the tail by rows: see there (0 turns it off, for a comparison build) */
+#endif
+#define ROWS_TRIES 3       /* main launches of r_max, r_max - 1, ... rows of cluster tiles */
 /* The tail's fixed cost (its pipeline's fill, the exchange of halves, the epilogue, its wait for
  * the main launch), and an SM's rate, which turns it into main units: on the H100 a tail cost 2-3
  * us more than its share of the products, which lost where K is short (1024 x 3072 x 1536: 1.11x
@@ -56,7 +77,7 @@ static double cheapest_tail(const at_shape *s, int64_t m0, int64_t n0, int64_t b
                             double rate, at_a8w8_tail *out) {
   const double unit_us = 2.0 * (double)bm * (double)bn * (double)s->k / SM_FLOP_PER_US;
   double best = 0;
-  for (int i = 0; i < MENU_LEN; i++) {
+  for (int i = 0; i < RECT_MENU_LEN; i++) {
     /* Its tiles, whether they fit the GPU twice over (each split in K by a cluster of two, which
      * needs 8 k-blocks: 4 a CTA), its waves. */
     const int64_t tail_tiles = div_up(s->m - m0, MENU[i].m) * div_up(s->n - n0, MENU[i].n);
@@ -67,6 +88,36 @@ static double cheapest_tail(const at_shape *s, int64_t m0, int64_t n0, int64_t b
     if (i == 0 || t < best) best = t, out->tile = i, out->cluster_k = ck;
   }
   return best;
+}
+
+/* The tail by rows, its time in main units: the main launch's clusters (cs SMs each) walk main_units
+ * units, cluster s of the persistent grid finishing after ceil((main_units - s) / slots) of them;
+ * the tail's clusters (ck SMs each, d main units long), all in its grid, start in launch order on
+ * the SMs that free first (the SMs the main launch leaves idle at once). -1 when the SMs or the
+ * clusters are too many to simulate here (no allocation: the runtime plans on its launch path). */
+enum { SIM_SMS = 1024, SIM_TILES = 2048 };
+static double rows_finish(int sm_count, int64_t cs, int64_t slots, int64_t main_units, int64_t tail_tiles, int ck,
+                          double d) {
+  if (sm_count > SIM_SMS || tail_tiles > SIM_TILES) return -1;
+  double free_at[SIM_SMS];
+  for (int i = 0; i < sm_count; i++) free_at[i] = 0;
+  const int64_t grid = main_units < slots ? main_units : slots;
+  for (int64_t c = 0; c < grid; c++)
+    for (int64_t j = 0; j < cs; j++) free_at[c * cs + j] = (double)div_up(main_units - c, slots);
+  double end = 0;
+  for (int64_t u = 0; u < tail_tiles; u++) {
+    /* The ck SMs that free first: the cluster starts when the later of them does. */
+    int pick[2] = {-1, -1};
+    for (int i = 0; i < sm_count; i++)
+      if (pick[0] < 0 || free_at[i] < free_at[pick[0]]) pick[1] = pick[0], pick[0] = i;
+      else if (ck == 2 && (pick[1] < 0 || free_at[i] < free_at[pick[1]])) pick[1] = i;
+    const double start = ck == 2 && free_at[pick[1]] > free_at[pick[0]] ? free_at[pick[1]] : free_at[pick[0]];
+    for (int j = 0; j < ck; j++) free_at[pick[j]] = start + d;
+    if (start + d > end) end = start + d;
+  }
+  for (int i = 0; i < sm_count; i++)
+    if (free_at[i] > end) end = free_at[i];
+  return end;
 }
 
 /* Takes a candidate plan if it predicts less time than the best so far and than `limit` x before. */
@@ -131,5 +182,31 @@ void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s
     c.before = before;
     c.after = cheapest_tail(s, 0, 0, bm, bn, sm_count, bm == 64 ? WHOLE_RATE_64 : 1.0, &c);
     consider(out, &c, WHOLE_MIN_GAIN);
+  }
+  /* By rows, last: the main launch takes whole rows of cluster tiles, a wave less (or fewer rows:
+   * up to ROWS_TRIES), the tail the rows after in 128 x 256 tiles split in K by a cluster of two,
+   * its grid all of them. Where each half has 8 k-blocks at least, and only where it predicts
+   * ROWS_MIN_GAIN of the time of the best plan so far (or of one launch): its schedule is simulated
+   * with the tail on the SMs the main launch frees, which the H100 ran about 5% slower than
+   * predicted (docs/perf.md, "The tail by rows"); with K of 1024 or 2048 it lost by 9-19%. */
+  const int64_t waves = div_up(units, slots);
+  if (units > slots && units % slots != 0 && s->k / 128 >= 16) {
+    const tail_tile *tt = &MENU[ROWS_TILE];
+    const double unit_us = 2.0 * (double)bm * (double)bn * (double)s->k / SM_FLOP_PER_US;
+    const double d = (double)tt->m * tt->n / 2 / ((double)bm * (double)bn) * tt->penalty;
+    const int64_t r_max = (waves - 1) * slots / tiles_n;
+    double limit = ROWS_MIN_GAIN * (out->split ? out->after : before);
+    for (int64_t r = r_max; r >= 1 && r > r_max - ROWS_TRIES; r--) {
+      if (r * rows >= s->m) continue;
+      memset(&c, 0, sizeof c);
+      c.main_m = c.m0 = r * rows, c.unit_end = r * tiles_n;
+      c.tile = ROWS_TILE, c.cluster_k = 2, c.grid_all = 1;
+      const int64_t tail_tiles = div_up(s->m - c.m0, tt->m) * div_up(s->n, tt->n);
+      const double fin = rows_finish(sm_count, cm * cn, slots, c.unit_end, tail_tiles, 2, d);
+      if (fin < 0) continue;
+      c.before = before;
+      c.after = fin + TAIL_FIXED_US / unit_us;
+      if (c.after <= limit) *out = c, out->split = 1, limit = c.after * (1 - 1e-9); /* ties: more rows main */
+    }
   }
 }

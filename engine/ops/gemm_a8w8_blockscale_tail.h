@@ -10,6 +10,13 @@
  * ends a wave earlier, and the tail spreads over every SM (with programmatic dependent launch it
  * starts on the SMs the main launch's last wave leaves idle).
  *
+ * When the last wave cannot be moved so (its units are not a rectangle at the end of the walk, as
+ * with narrow N: 6000 x 1792 in 128 x 256 tiles, seven columns), the call may be split by rows: the
+ * main launch computes the first main_m rows of C (whole rows of its cluster tiles, a wave less),
+ * and the tail the rows after, in the main config's own 128 x 256 tile with K split in a cluster of
+ * two, one cluster per tile (no persistent walk: each starts on the first SMs to free, the main
+ * launch's idle ones first). Its model simulates that schedule.
+ *
  * The same applies to padding: when the last column of tiles lies mostly past N (N = 576 in
  * 256-wide tiles computes 768 columns), the main launch computes the whole columns of tiles only
  * (a GEMM of fewer columns, C's row stride N) and the tail the last columns. And, for a config that
@@ -22,8 +29,9 @@
  * work of a tail CTA relative to a main CTA's, times a penalty for the smaller tile (1.3 for 128 x
  * 128, 1.8 for 64 x 64), plus the tail's fixed cost (3 us, in units of a main CTA's tile at 9
  * TFLOP/s an SM); the tail config with the least is the tail. A split is used when it predicts at
- * least 1% less time (10% for a whole call), the one that predicts the least. Calibrated on the
- * H100 (docs/perf.md, "The tail"). */
+ * least 1% less time (10% for a whole call), the one that predicts the least; by rows, the schedule
+ * simulated, when it predicts at most 0.925 of the best of those (or of one launch). Calibrated on
+ * the H100 (docs/perf.md, "The tail", "The tail by rows"). */
 #ifndef AT_OPS_GEMM_A8W8_BLOCKSCALE_TAIL_H
 #define AT_OPS_GEMM_A8W8_BLOCKSCALE_TAIL_H
 
@@ -37,9 +45,12 @@ typedef struct at_a8w8_tail {
   int64_t unit_end;  /* the main launch walks units [0, unit_end); 0: no main launch, the tail is all */
   int64_t main_n;    /* 0, or the main launch computes the first main_n columns of C only (C's row
                         stride N): the last column of tiles was mostly padding, the tail has it */
+  int64_t main_m;    /* 0, or the main launch computes the first main_m rows of C only (a GEMM of
+                        main_m rows), the tail the rest (m0 = main_m, n0 = 0) */
   int64_t m0, n0;    /* the tail computes C[m0:M][n0:N]; n0 a multiple of 128 (a weight-scale block) */
-  int tile;          /* the tail config: 0 (128 x 128 tiles) or 1 (64 x 64) */
+  int tile;          /* the tail config: 0 (128 x 128 tiles), 1 (64 x 64) or 2 (128 x 256: by rows) */
   int cluster_k;     /* its CLUSTER_K: 1 or 2 */
+  int grid_all;      /* 1: the tail's grid holds all its clusters (one tile each), not a wave */
   double before, after; /* the model's times, in main units */
 } at_a8w8_tail;
 
@@ -52,15 +63,20 @@ typedef struct at_a8w8_tail {
 void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s, int sm_count, int whole,
                        at_a8w8_tail *out);
 
-/* What a plan does, in words: "none", "last wave", "padding" or "whole call" (the cases above). */
+/* What a plan does, in words: "none", "last wave", "last rows", "padding" or "whole call" (the cases
+ * above). */
 const char *at_a8w8_tail_kind(const at_a8w8_tail *t);
-/* The tail config's tiles, `tile` (at_a8w8_tail.tile) square: 128 or 64 rows and columns; 0 for
- * another value. */
-int at_a8w8_tail_tile_side(int tile);
+/* The tail config's tile, `tile` (at_a8w8_tail.tile): its rows and columns (128 x 128, 64 x 64 or
+ * 128 x 256); -1 for another value. */
+int at_a8w8_tail_tile(int tile, int *rows, int *cols);
+/* The CTAs of a tail launch over a tail of tail_m x tail_n: all its tiles' clusters with grid_all,
+ * else 0 (the launch rule's persistent grid). */
+int64_t at_a8w8_tail_grid(const at_a8w8_tail *t, int64_t tail_m, int64_t tail_n);
 
 /* The tail configs: their template entry (every parameter by name), and the parameters of tile
  * (at_a8w8_tail.tile) with CLUSTER_K cluster_k as JSON into buf (written per call: no shared
- * state); -1 for other values or a buffer too small (256 bytes are enough). */
+ * state); -1 for other values (tile 2 needs CLUSTER_K 2) or a buffer too small (256 bytes are
+ * enough). */
 extern const char AT_A8W8_TAIL_ENTRY[];
 int at_a8w8_tail_params(int tile, int cluster_k, char *buf, size_t len);
 

@@ -75,7 +75,7 @@ typedef struct rt_entry {
   unsigned char slot[AT_MAX_ENTRIES]; /* config entry -> the first entry with the same config */
   char *params[AT_MAX_ENTRIES], *kernel_name[AT_MAX_ENTRIES];
   char entry_name[AT_MAX_ENTRIES][16]; /* "small", ..., "M_LEQ_512" */
-  _Atomic(rt_kernel *) tail[2][2]; /* the tail configs' kernels (tile, CLUSTER_K - 1) on this entry's context */
+  _Atomic(rt_kernel *) tail[3][2]; /* the tail configs' kernels (tile, CLUSTER_K - 1) on this entry's context */
 } rt_entry;
 
 typedef struct rt_table {
@@ -740,15 +740,19 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
       const char *tnames[AT_MAX_PARAMS];
       at_params tp = at_config_params(&tk->cfg, tnames);
       at_shape ts = {m - tl_tail.m0, n - tl_tail.n0, k};
-      /* With main_n the main launch computes the first main_n columns only: its geometry is that
-       * GEMM's (made only once the tail is sure to run). */
-      at_shape ms = {m, tl_tail.main_n, k};
+      /* With main_n (main_m) the main launch computes the first main_n columns (main_m rows) only:
+       * its geometry is that GEMM's (made only once the tail is sure to run). A tail by rows has
+       * all its clusters in its grid (at_a8w8_tail_grid), each started as SMs free. */
+      at_shape ms = {tl_tail.main_m ? tl_tail.main_m : m, tl_tail.main_n ? tl_tail.main_n : n, k};
       at_launch ml = tl_launch;
       if (!tk->error && op->launch(tk->cfg.family, &tp, &ts, tk->sm_count, &tl_tail_launch) == AT_OK &&
-          (!tl_tail.main_n || op->launch(kern->cfg.family, &p, &ms, kern->sm_count, &ml) == AT_OK))
+          (!(tl_tail.main_n || tl_tail.main_m) || op->launch(kern->cfg.family, &p, &ms, kern->sm_count, &ml) == AT_OK)) {
+        const int64_t all = at_a8w8_tail_grid(&tl_tail, ts.m, ts.n);
+        if (all > 0) tl_tail_launch.grid[0] = (unsigned)all;
         tl_tail_kern = tk, tl_launch = ml;
-      else
+      } else {
         tail_warn(rt, tk);
+      }
     }
     tl_kern = kern->serial, tl_m = m, tl_n = n, tl_k = k, tl_whole = whole;
   }
@@ -761,6 +765,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
                                        ws.partials, ws.counters, (int)m, (int)n, (int)k, (int)ws.ncounters};
   if (tk) args.unit_end = (int)tl_tail.unit_end;
   if (tk && tl_tail.main_n) args.n = (int)tl_tail.main_n, args.ldc = (int)n;
+  if (tk && tl_tail.main_m) args.m = (int)tl_tail.main_m;
   /* A tail that is the whole call (unit_end 0: an untuned shape that a tail config runs faster) has
    * no main launch before it. */
   const int main_launch = !tk || tl_tail.unit_end > 0;

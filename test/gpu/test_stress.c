@@ -513,20 +513,20 @@ static void tail_calls(void) {
   /* The first shapes of TAIL_SHAPES (tail_shapes.h) whose plans give each kind of tail; the test
    * fails when the list runs out. */
   const int64_t(*C)[3] = TAIL_SHAPES;
-  enum { NC = TAIL_SHAPES_LEN, WANT_WAVES = 3 };
-  int64_t S[5][3];
-  at_a8w8_tail T[5]; /* each shape's plan */
-  int NS = 0, waves = 0, wholes = 0, columns = 0;
+  enum { NC = TAIL_SHAPES_LEN, WANT_WAVES = 3, MAX_S = 6 };
+  int64_t S[MAX_S][3];
+  at_a8w8_tail T[MAX_S]; /* each shape's plan */
+  int NS = 0, waves = 0, wholes = 0, columns = 0, rows = 0;
   const int on = at_tail_env() == 1 && G.info.cc == 90;
-  for (int i = 0; on && i < NC && NS < 5; i++) {
+  for (int i = 0; on && i < NC && NS < MAX_S; i++) {
     at_a8w8_tail t;
     tail_plan_of(C[i][0], C[i][1], C[i][2], &t);
-    const int wave = t.split && t.unit_end > 0 && !t.main_n, whole = t.split && t.unit_end == 0,
-              column = t.split && t.main_n;
-    if ((wave && waves < WANT_WAVES) || (whole && !wholes) || (column && !columns)) {
+    const int wave = t.split && t.unit_end > 0 && !t.main_n && !t.main_m, whole = t.split && t.unit_end == 0,
+              column = t.split && t.main_n, row = t.split && t.main_m;
+    if ((wave && waves < WANT_WAVES) || (whole && !wholes) || (column && !columns) || (row && !rows)) {
       memcpy(S[NS], C[i], sizeof C[i]);
       T[NS++] = t;
-      waves += wave, wholes += whole, columns += column;
+      waves += wave, wholes += whole, columns += column, rows += row;
     }
   }
   if (!on) /* without tails: the first shapes, one launch a call */
@@ -539,9 +539,11 @@ static void tail_calls(void) {
     const at_a8w8_tail t = T[i];
     if (t.split)
       fprintf(stderr,
-              "stress: %lld x %lld x %lld: tail C[%lld:][%lld:] after %lld units of %lld columns, tile %d, CLUSTER_K %d\n",
+              "stress: %lld x %lld x %lld: tail C[%lld:][%lld:] after %lld units of %lld rows x %lld columns, tile %d, "
+              "CLUSTER_K %d%s\n",
               (long long)p.m, (long long)p.n, (long long)p.k, (long long)t.m0, (long long)t.n0,
-              (long long)t.unit_end, (long long)(t.main_n ? t.main_n : p.n), t.tile, t.cluster_k);
+              (long long)t.unit_end, (long long)(t.main_m ? t.main_m : p.m), (long long)(t.main_n ? t.main_n : p.n),
+              t.tile, t.cluster_k, t.grid_all ? ", a cluster per tile" : "");
     const int per_call = t.split && t.unit_end > 0 ? 2 : 1; /* kernels a call launches */
     CUdeviceptr out[3];
     unsigned short *host = at_xmalloc((size_t)(p.m * p.n) * 2);
@@ -575,9 +577,9 @@ static void tail_calls(void) {
     free_problem(&p);
   }
   at_cu->StreamDestroy(s);
-  fprintf(stderr, "stress: tails planned: %d of the last wave, %d whole calls, %d of padding (of %d shapes)\n", waves,
-          wholes, columns, (int)NS);
-  if (on) CHECK(waves >= 3 && wholes >= 1 && columns >= 1);
+  fprintf(stderr, "stress: tails planned: %d of the last wave, %d whole calls, %d of padding, %d by rows (of %d shapes)\n",
+          waves, wholes, columns, rows, (int)NS);
+  if (on) CHECK(waves >= 3 && wholes >= 1 && columns >= 1 && rows >= 1);
 }
 
 int main(int argc, char **argv) {

@@ -1,14 +1,15 @@
 /* tail_shapes.h: shapes whose runtime plans, with the committed configs, cover every kind of tail
  * (docs/runtime.md, "The tail"): three of the last wave (a tuned (N, K) with M not a multiple of the
  * tile, and (N, K) that no file tunes: the time model's config), one whole call, one of padding (the
- * last column of tiles mostly past N). test_stress runs, in this order, the first shapes whose plans
- * give each kind; test_export checks that `autotune query` reports those plans and that the list
- * still holds every kind. Which shapes split depends on the configs and the lookup: a retune that
- * splits none of them needs new shapes here. With the committed configs (session 13's time model)
- * and lookup.c's MODEL_ABOVE_GAIN of 1.10 they cover H100 SXM (132 SMs: waves from the 2nd, 4th and
- * 6th shapes, whole from the 5th, padding from the 8th) and PCIe (114: waves from the first, 2nd and
- * 4th, whole from the 7th, padding from the 9th); `autotune query -M m -N n -K k --sm-count 114`
- * prints a shape's plan on any machine. */
+ * last column of tiles mostly past N), one by rows (M between a file's entries; narrow N).
+ * test_stress runs, in this order, the first shapes whose plans give each kind; test_export checks
+ * that `autotune query` reports those plans and that the list still holds every kind. Which shapes
+ * split depends on the configs and the lookup: a retune that splits none of them needs new shapes
+ * here. With the committed configs (session 13's time model) and lookup.c's MODEL_ABOVE_GAIN of
+ * 1.10 they cover H100 SXM (132 SMs: waves from the 4th, 6th and 11th shapes, whole from the 5th,
+ * padding from the 8th, by rows from the 2nd and the 12th) and PCIe (114: waves from the first,
+ * 2nd and 4th, whole from the 7th, padding from the 9th); `autotune query -M m -N n -K k --sm-count
+ * 114` prints a shape's plan on any machine. */
 #ifndef AT_TEST_TAIL_SHAPES_H
 #define AT_TEST_TAIL_SHAPES_H
 
@@ -17,7 +18,7 @@
 static const int64_t TAIL_SHAPES[][3] = {{1000, 6144, 4096}, {640, 6144, 4096},   {2000, 4608, 3584},
                                          {700, 7168, 2048},  {520, 1600, 4096},   {8192, 640, 4096},
                                          {520, 1344, 4096},  {12288, 1344, 2048}, {12288, 1856, 4096},
-                                         {500, 6144, 4096},  {8192, 640, 7168}};
+                                         {500, 6144, 4096},  {8192, 640, 7168},   {6000, 1792, 12288}};
 enum { TAIL_SHAPES_LEN = sizeof TAIL_SHAPES / sizeof TAIL_SHAPES[0] };
 
 #endif

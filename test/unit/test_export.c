@@ -1037,8 +1037,8 @@ static void query_tail(void) {
   }
   const int64_t(*C)[3] = TAIL_SHAPES;
   static const int SMS[] = {132, 114};
-  int seen[4] = {0}; /* none, last wave, padding, whole call: on 132 SMs */
-  static const char *const KIND[4] = {"none", "last wave", "padding", "whole call"};
+  int seen[5] = {0}; /* none, last wave, padding, whole call, last rows: on 132 SMs */
+  static const char *const KIND[5] = {"none", "last wave", "padding", "whole call", "last rows"};
   for (size_t si = 0; si < AT_ARRAY_LEN(SMS); si++)
     for (size_t i = 0; i < TAIL_SHAPES_LEN; i++) {
       char m[24], n[24], k[24], sm[16];
@@ -1061,7 +1061,7 @@ static void query_tail(void) {
       at_a8w8_tail want;
       at_a8w8_tail_plan("sm90", &p, &shape, SMS[si], at_source_untuned(r.source), &want);
       int kind = 0;
-      while (kind < 3 && strcmp(KIND[kind], at_a8w8_tail_kind(&want)) != 0) kind++;
+      while (kind < 4 && strcmp(KIND[kind], at_a8w8_tail_kind(&want)) != 0) kind++;
       const int same = plan && strcmp(plan, KIND[kind]) == 0;
       if (!same)
         fprintf(stderr, "query -M %s -N %s -K %s --sm-count %s: tail %s, the runtime plans %s\n", m, n, k, sm,
@@ -1072,12 +1072,13 @@ static void query_tail(void) {
         CHECK(at_json_int(tail, "m0", &v) == 0 && v == want.m0);
         CHECK(at_json_int(tail, "n0", &v) == 0 && v == want.n0);
         CHECK(at_json_int(tail, "main_units", &v) == 0 && v == want.unit_end);
+        CHECK(at_json_int(tail, "main_m", &v) == 0 && v == want.main_m);
       }
       if (SMS[si] == 132) seen[kind]++;
       at_json_free(j);
       free(t);
     }
-  for (int i = 1; i < 4; i++) {
+  for (int i = 1; i < 5; i++) {
     if (!seen[i]) fprintf(stderr, "no shape of the list plans a tail of kind %s on 132 SMs\n", KIND[i]);
     CHECK(seen[i] > 0);
   }

@@ -48,6 +48,18 @@ static int check_plan(const cfg *c, int64_t m, int64_t n, int64_t k, int sm) {
     CHECK(t.after <= 0.99 * t.before);
     return 1;
   }
+  if (t.main_m) {
+    /* By rows: the main launch takes whole rows of cluster tiles, a wave less; the tail the rows
+     * after, in 128 x 256 tiles split in K, a cluster per tile. */
+    CHECK(t.main_m % rows == 0 && t.main_m < m && t.m0 == t.main_m && t.n0 == 0);
+    CHECK_EQ_INT(t.unit_end, t.main_m / rows * tiles_n);
+    CHECK((t.unit_end - 1) / slots < (units - 1) / slots);
+    CHECK(t.tile == 2 && t.cluster_k == 2 && t.grid_all && k / 128 >= 8);
+    CHECK_EQ_INT(at_a8w8_tail_grid(&t, m - t.m0, n), (m - t.m0 + 127) / 128 * ((n + 255) / 256) * 2);
+    CHECK(t.after <= 0.95 * t.before);
+    return 1;
+  }
+  CHECK(!t.grid_all && at_a8w8_tail_grid(&t, m - t.m0, n - t.n0) == 0);
   CHECK(t.unit_end > 0 && t.unit_end < units);
   CHECK((units - 1) / slots > (t.unit_end - 1) / slots); /* a wave less */
   CHECK(t.n0 % 128 == 0 && t.n0 % cols == 0 && t.m0 % rows == 0 && t.m0 < m && t.n0 < n);
@@ -91,6 +103,23 @@ int main(void) {
    * last 15 columns (512 x 1920): one wave and a half become one wave and a split tail. */
   const cfg mid = {128, 128, 2, 1, 8, 1, 1};
   expect_tail(&mid, 512, 6144, 4096, 66, 0, 6144 - 1920);
+
+  /* 6000 x 1792 x 12288 in the default file's 128 x 256 tiles paired along M: 168 units on 66
+   * clusters (2.55 waves), whose last group of rows holds fewer than the 36 past the second wave. By
+   * rows: the main launch takes the first 18 rows of cluster tiles (4608 rows, 126 units), the tail
+   * the 1392 rows after, 77 tiles of 128 x 256 split in K (154 CTAs), 12 SMs of them from the main
+   * launch's second wave on. The same call in 128 x 128 tiles (no cluster, 47 x 14 units: 4.98
+   * waves) is left whole. */
+  plan(&big, 6000, 1792, 12288, 132, &t);
+  CHECK(t.split && t.main_m == 4608 && t.m0 == 4608 && t.n0 == 0 && t.unit_end == 126);
+  CHECK(t.tile == 2 && t.cluster_k == 2 && t.grid_all && t.after < 0.95 * t.before);
+  CHECK(strcmp(at_a8w8_tail_kind(&t), "last rows") == 0);
+  CHECK_EQ_INT(at_a8w8_tail_grid(&t, 6000 - 4608, 1792), 154);
+  const cfg flat = {128, 128, 1, 1, 8, 1, 1};
+  plan(&flat, 6000, 1792, 12288, 132, &t);
+  CHECK(!t.split);
+  plan(&big, 6000, 1792, 512, 132, &t); /* K too short to split in halves of 4 k-blocks or more */
+  CHECK(!t.main_m);
 
   /* Never: one wave or less, a full last wave, split K, CLUSTER_K 2, another family. */
   plan(&mid, 512, 4096, 4096, 132, &t); /* 64 units */
@@ -175,6 +204,15 @@ int main(void) {
       CHECK(rc == 0 && strstr(json, tile ? "\"STAGES\":7" : "\"STAGES\":6"));
       CHECK(rc == 0 && strstr(json, "\"GROUP_M\":8,")); /* CTAs running together share weight tiles */
     }
+  {
+    char json[256];
+    CHECK(at_a8w8_tail_params(2, 2, json, sizeof json) == 0);
+    CHECK(strstr(json, "\"BLOCK_M\":128,\"BLOCK_N\":256,\"CLUSTER_K\":2") && strstr(json, "\"RESCALE\":1") &&
+          strstr(json, "\"KPIPE\":1") && strstr(json, "\"STAGES\":4"));
+    int r = 0, c = 0;
+    CHECK(at_a8w8_tail_tile(2, &r, &c) == 0 && r == 128 && c == 256);
+    CHECK(at_a8w8_tail_tile(3, &r, &c) == -1);
+  }
   char json_buf[256], small[8];
   CHECK(at_a8w8_tail_params(2, 1, json_buf, sizeof json_buf) == -1 &&
         at_a8w8_tail_params(0, 3, json_buf, sizeof json_buf) == -1);
