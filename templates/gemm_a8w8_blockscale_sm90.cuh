@@ -979,5 +979,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   // last CTA exits), and the grid's last one does: a CTA that waited would keep its SM from the
   // tail's CTAs not yet started until the main launch ends (H100: a tail of two rounds of clusters
   // then ran them after the main launch, not on the SMs its last wave freed; docs/perf.md).
+  // The tail's correctness rests on this one wait: the math warpgroups of every CTA, units or
+  // none, must reach it (no early return on their path).
   if (args.late_wait && blockIdx.x == gridDim.x - 1) at_griddep_wait();
 }

@@ -91,32 +91,31 @@ static double cheapest_tail(const at_shape *s, int64_t m0, int64_t n0, int64_t b
 }
 
 /* The tail by rows, its time in main units: the main launch's clusters (cs SMs each) walk main_units
- * units, cluster s of the persistent grid finishing after ceil((main_units - s) / slots) of them;
- * the tail's clusters (ck SMs each, d main units long), all in its grid, start in launch order on
- * the SMs that free first (the SMs the main launch leaves idle at once). -1 when the SMs or the
- * clusters are too many to simulate here (no allocation: the runtime plans on its launch path). */
-enum { SIM_SMS = 1024, SIM_TILES = 2048 };
+ * units, cluster c of the persistent grid finishing after ceil((main_units - c) / slots) of them, so
+ * its SMs free at no more than three times (0 for those it leaves idle); the tail's clusters (ck SMs
+ * each, d main units long), all in its grid, start in launch order on the SMs that free first.
+ * Identical clusters on slots that free at a few times: each round takes the earliest group of
+ * slots, which then frees d later. O(groups x rounds), no allocation: the runtime plans on its
+ * launch path, for every shape it has not just launched. */
 static double rows_finish(int sm_count, int64_t cs, int64_t slots, int64_t main_units, int64_t tail_tiles, int ck,
                           double d) {
-  if (sm_count > SIM_SMS || tail_tiles > SIM_TILES) return -1;
-  double free_at[SIM_SMS];
-  for (int i = 0; i < sm_count; i++) free_at[i] = 0;
   const int64_t grid = main_units < slots ? main_units : slots;
-  for (int64_t c = 0; c < grid; c++)
-    for (int64_t j = 0; j < cs; j++) free_at[c * cs + j] = (double)div_up(main_units - c, slots);
-  double end = 0;
-  for (int64_t u = 0; u < tail_tiles; u++) {
-    /* The ck SMs that free first: the cluster starts when the later of them does. */
-    int pick[2] = {-1, -1};
-    for (int i = 0; i < sm_count; i++)
-      if (pick[0] < 0 || free_at[i] < free_at[pick[0]]) pick[1] = pick[0], pick[0] = i;
-      else if (ck == 2 && (pick[1] < 0 || free_at[i] < free_at[pick[1]])) pick[1] = i;
-    const double start = ck == 2 && free_at[pick[1]] > free_at[pick[0]] ? free_at[pick[1]] : free_at[pick[0]];
-    for (int j = 0; j < ck; j++) free_at[pick[j]] = start + d;
-    if (start + d > end) end = start + d;
+  const int64_t q = main_units / slots, r = main_units % slots;
+  /* Tail slots (ck SMs) per time the SMs free: idle ones at 0, the grid's at q or q + 1 units. */
+  double t[3] = {0, main_units >= slots ? (double)q : 1.0, (double)q + 1};
+  int64_t n[3] = {(sm_count - grid * cs) / ck, (main_units >= slots ? grid - r : grid) * cs / ck,
+                  main_units >= slots ? r * cs / ck : 0};
+  double end = main_units >= slots && r ? (double)q + 1 : t[1];
+  for (int64_t left = tail_tiles; left > 0;) {
+    int g = -1;
+    for (int i = 0; i < 3; i++)
+      if (n[i] > 0 && (g < 0 || t[i] < t[g])) g = i;
+    if (g < 0) return -1; /* no slot at all (a cluster wider than the GPU): no plan */
+    const int64_t take = left < n[g] ? left : n[g];
+    left -= take;
+    t[g] += d;
+    if (t[g] > end) end = t[g];
   }
-  for (int i = 0; i < sm_count; i++)
-    if (free_at[i] > end) end = free_at[i];
   return end;
 }
 

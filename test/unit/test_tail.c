@@ -54,7 +54,7 @@ static int check_plan(const cfg *c, int64_t m, int64_t n, int64_t k, int sm) {
     CHECK(t.main_m % rows == 0 && t.main_m < m && t.m0 == t.main_m && t.n0 == 0);
     CHECK_EQ_INT(t.unit_end, t.main_m / rows * tiles_n);
     CHECK((t.unit_end - 1) / slots < (units - 1) / slots);
-    CHECK(t.tile == 2 && t.cluster_k == 2 && t.grid_all && k / 128 >= 8);
+    CHECK(t.tile == 2 && t.cluster_k == 2 && t.grid_all && k / 128 >= 16);
     CHECK_EQ_INT(at_a8w8_tail_grid(&t, m - t.m0, n), (m - t.m0 + 127) / 128 * ((n + 255) / 256) * 2);
     CHECK(t.after <= 0.95 * t.before);
     return 1;
@@ -118,8 +118,14 @@ int main(void) {
   const cfg flat = {128, 128, 1, 1, 8, 1, 1};
   plan(&flat, 6000, 1792, 12288, 132, &t);
   CHECK(!t.split);
-  plan(&big, 6000, 1792, 512, 132, &t); /* K too short to split in halves of 4 k-blocks or more */
-  CHECK(!t.main_m);
+  /* K shorter than 2048 (halves of 8 k-blocks) never: 640 x 7168 in 192 x 192 tiles (76 units, 1.15
+   * waves) splits by rows at K = 2048 (predicted 0.60 of one launch), and by the last wave at K =
+   * 1024, where by rows would be predicted 0.69. */
+  const cfg tall = {192, 192, 1, 1, 8, 1, 1};
+  plan(&tall, 640, 7168, 2048, 132, &t);
+  CHECK(t.split && t.main_m == 384 && t.unit_end == 76);
+  plan(&tall, 640, 7168, 1024, 132, &t);
+  CHECK(t.split && !t.main_m);
 
   /* Never: one wave or less, a full last wave, split K, CLUSTER_K 2, another family. */
   plan(&mid, 512, 4096, 4096, 132, &t); /* 64 units */
