@@ -122,8 +122,16 @@ int at_config_same(const at_config *a, const at_config *b) {
 }
 
 const at_config *at_config_for_m(const at_config_set *cs, int64_t m, int *entry) {
-  int i = 0, e;
-  while (i < cs->nmleq && cs->mleq_m[i] < m) i++; /* the smallest tuned M at or above m */
+  /* The smallest tuned M at or above m: a binary search (mleq_m ascends; up to 48 entries, a time
+   * model's answer has 46, and this runs on every launch). */
+  int i = 0, hi = cs->nmleq, e;
+  while (i < hi) {
+    const int mid = (i + hi) / 2;
+    if (cs->mleq_m[mid] < m)
+      i = mid + 1;
+    else
+      hi = mid;
+  }
   if (i < cs->nmleq && cs->mleq[i].valid)
     e = AT_NBUCKETS + i;
   else if (cs->nmleq && i == cs->nmleq)

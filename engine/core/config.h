@@ -36,7 +36,7 @@ int at_bucket_of(int64_t m);
  * smaller tuned M up to m. At most AT_MAX_MLEQ per set; m at most AT_MLEQ_MAX_M (the runtime's
  * largest M), so that a name fits 16 bytes. An entry index (at_config_for_m) below AT_NBUCKETS is a
  * bucket, else the M_LEQ entry index - AT_NBUCKETS. */
-enum { AT_MAX_MLEQ = 32, AT_MAX_ENTRIES = AT_NBUCKETS + AT_MAX_MLEQ };
+enum { AT_MAX_MLEQ = 48, AT_MAX_ENTRIES = AT_NBUCKETS + AT_MAX_MLEQ };
 #define AT_MLEQ_MAX_M (1LL << 28)
 
 typedef struct at_config {

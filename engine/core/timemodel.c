@@ -9,9 +9,16 @@
 #include "error.h"
 #include "util.h"
 
-/* The M of the per-M entries of an answer: dense where the tile count changes fastest. */
-static const int64_t GRID[] = {1,   2,   4,    8,    16,   24,   32,   48,   64,   96,   128,  192,   256,
-                               384, 512, 768,  1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384};
+/* The M of the per-M entries of an answer: dense where the tile count changes fastest, and from 128
+ * to 2048 (where the lookup takes the model's answer) every multiple of 64, where every tile's count
+ * changes (all BLOCK_M x CLUSTER_M are multiples of 64): an M between two entries then has the
+ * tiles of the one above, so the answer is the model's pick for its own tile counts. (Session 17,
+ * H100, docs/perf.md "The time model at every 64 rows": with the grid 384, 512, 768, 1024, 1536,
+ * 2048 there, 13 untuned shapes between them ran 1.09x cuBLASLt's time, 1.01x with their own pick.) */
+static const int64_t GRID[] = {1,    2,    4,    8,    16,   24,   32,   48,   64,   96,   128,  192,  256,
+                               320,  384,  448,  512,  576,  640,  704,  768,  832,  896,  960,  1024, 1088,
+                               1152, 1216, 1280, 1344, 1408, 1472, 1536, 1600, 1664, 1728, 1792, 1856, 1920,
+                               1984, 2048, 3072, 4096, 6144, 8192, 16384};
 enum { NGRID = sizeof GRID / sizeof GRID[0] };
 _Static_assert((int)NGRID <= (int)AT_MAX_MLEQ, "the grid must fit the per-M entries of a config set");
 
