@@ -267,6 +267,37 @@ static void model_above(at_config_set *set, const at_config_set *model, const at
   }
 }
 
+/* A tuned file's M between its entries, from above BETWEEN_MIN_M up to MODEL_MAX_M, take the time
+ * model's pick for their own tile counts (its grid M there: every multiple of 64) instead of the
+ * entry above's, tuned for other tile counts; the file's entries keep their M. On the H100
+ * (docs/perf.md, "The time model between a file's entries"), on 51 such shapes sampled at random
+ * from every committed file: 0.899x of the time with the entry above, 33 faster and 5 slower by
+ * 2% or more, shapes above 1.10x cuBLASLt's time 7 to 0. Below 257 (decode sizes, bound by the
+ * weights' bytes, which the model counts coarsely) and above 2048 (where configs differ by less
+ * than its error) the entry above answers, unmeasured either way. */
+#ifndef BETWEEN_MIN_M
+#define BETWEEN_MIN_M 256
+#endif
+
+/* The model's answer (model) at its grid M strictly between two of set's per-M entries, above
+ * BETWEEN_MIN_M and up to MODEL_MAX_M, into set; 0 when none went in. Stops when set is full. */
+static int model_between(at_config_set *set, const at_config_set *model) {
+  int added = 0;
+  if (set->nmleq < 2) return 0;
+  const int64_t lo = set->mleq_m[0], hi = set->mleq_m[set->nmleq - 1];
+  at_config_set before = *set; /* the file's entries, which decide what lies between them */
+  for (int e = 0; e < model->nmleq; e++) {
+    const int64_t g = model->mleq_m[e];
+    if (g <= BETWEEN_MIN_M || g > MODEL_MAX_M || g <= lo || g >= hi || !model->mleq[e].valid) continue;
+    int on_entry = 0;
+    for (int i = 0; i < before.nmleq && !on_entry; i++) on_entry = before.mleq_m[i] == g;
+    if (on_entry) continue;
+    if (!put_entry(set, g, &model->mleq[e])) break;
+    added++;
+  }
+  return added;
+}
+
 /* Files named <device>-GEMM-<tag><suffix>; suffix "-N=..-K=...json" or ".json" (not "-model.json"). */
 static int from_files(const at_lookup_req *q, char **names, size_t n, at_lookup_result *out, int default_file,
                       const at_config_set *model, const char *model_path) {
@@ -372,6 +403,21 @@ int at_lookup(const at_lookup_req *q, at_lookup_result *out) {
     size_t n = 0;
     char **names = list_dir(q, &n);
     int found = names && from_files(q, names, n, out, 0, NULL, NULL);
+    if (found && out->source == AT_SRC_NK_FILE && BETWEEN_MIN_M < MODEL_MAX_M) {
+      /* A tuned (N, K): the model of the file's tag between its entries. */
+      at_config_set *model = at_xcalloc(1, sizeof *model);
+      char model_path[1024], model_tag[64];
+      at_lookup_req same_tag = *q;
+      same_tag.tag = out->set.tag;
+      if (from_model(&same_tag, op, names, n, model, model_path, sizeof model_path, model_tag, sizeof model_tag, NULL) &&
+          model_between(&out->set, model)) {
+        char path[sizeof out->path];
+        snprintf(path, sizeof path, "%s", out->path);
+        snprintf(out->path, sizeof out->path, "%.500s (M between its entries, %d to %d: %.440s)", path, BETWEEN_MIN_M + 1,
+                 MODEL_MAX_M, model_path);
+      }
+      free(model);
+    }
     if (names && !found) {
       /* An (N, K) nobody tuned: the time model up to MODEL_MAX_M and the default file above; either
        * alone when the other is missing; without a model the nearest file up to NEAREST_MAX_M. */

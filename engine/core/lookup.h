@@ -1,5 +1,7 @@
 /* lookup.h: the configuration for a problem, from the first source that has one, in this order:
- * the DB's own results for the exact (N, K); the exported file for (N, K); the tag's time model
+ * the DB's own results for the exact (N, K); the exported file for (N, K) (and, for the M between
+ * its entries from 257 to 2048, the tag's time model's picks at every 64 rows: the path then names
+ * both); the tag's time model
  * (<device>-GEMM-<tag>-model.json, timemodel.h: per M the config of least predicted time); the default file of the
  * tag (its entries for M up to 128 replaced by those of the nearest tuned (N, K)'s file, when there
  * is one: the path then names both); the op's built-in default. `autotune query` prints which source answered, and the runtime

@@ -385,10 +385,11 @@ static void committed_configs(void) {
     return;
   }
   /* The committed files have an entry per tuned M (16, 32, 64, 128, 256, 512, 2048, 4096 for the
-   * shipped (N, K); the default file's are the same M, over every (N, K) of the tag). */
+   * shipped (N, K); the default file's are the same M, over every (N, K) of the tag), and between
+   * them from 257 to 2048 the time model's at every 64 rows (257: its 320). */
   static const char *const COMMITTED[] = {"M_LEQ_16",  "M_LEQ_16",  "M_LEQ_32",  "M_LEQ_32",   "M_LEQ_64",
                                           "M_LEQ_64",  "M_LEQ_128", "M_LEQ_128", "M_LEQ_256",  "M_LEQ_256",
-                                          "M_LEQ_512", "M_LEQ_4096", "any"};
+                                          "M_LEQ_320", "M_LEQ_4096", "any"};
   _Static_assert(AT_ARRAY_LEN(COMMITTED) == AT_ARRAY_LEN(MS), "one answer per M");
   /* An untuned (N, K) takes the time model's grid of M up to 2048, the default file's entries above. */
   static const char *const MODEL[] = {"M_LEQ_1",   "M_LEQ_16",  "M_LEQ_32",  "M_LEQ_32",   "M_LEQ_48",
@@ -414,7 +415,13 @@ static void committed_configs(void) {
     free(src), free(dst), free(text);
   }
   if (cd) closedir(cd);
-  for (size_t i = 0; i < AT_ARRAY_LEN(MS); i++) expect_bucket(MS[i], "5120", "1024", nomodel, NULL, COMMITTED[i], "default_file");
+  /* (The default file's own entries: 257 takes its 512.) */
+  static const char *const DEFAULT_ONLY[] = {"M_LEQ_16",  "M_LEQ_16",  "M_LEQ_32",  "M_LEQ_32",   "M_LEQ_64",
+                                             "M_LEQ_64",  "M_LEQ_128", "M_LEQ_128", "M_LEQ_256",  "M_LEQ_256",
+                                             "M_LEQ_512", "M_LEQ_4096", "any"};
+  _Static_assert(AT_ARRAY_LEN(DEFAULT_ONLY) == AT_ARRAY_LEN(MS), "one answer per M");
+  for (size_t i = 0; i < AT_ARRAY_LEN(MS); i++)
+    expect_bucket(MS[i], "5120", "1024", nomodel, NULL, DEFAULT_ONLY[i], "default_file");
   for (int i = 0; i < 2; i++) {
     const char *m = i == 0 ? "128" : "512"; /* where the two answers differ */
     char *untuned, *near, *deflt;
@@ -1078,11 +1085,13 @@ static void query_tail(void) {
       at_json_free(j);
       free(t);
     }
-  /* test_stress runs each kind on the GPU it finds: both H100 variants need all of them. */
+  /* test_stress runs each kind on the GPU it finds, three of the last wave: both H100 variants
+   * need all of them. */
   for (size_t si = 0; si < AT_ARRAY_LEN(SMS); si++)
     for (int i = 1; i < 5; i++) {
-      if (!seen[si][i]) fprintf(stderr, "no shape of the list plans a tail of kind %s on %d SMs\n", KIND[i], SMS[si]);
-      CHECK(seen[si][i] > 0);
+      if (seen[si][i] < (i == 1 ? 3 : 1))
+        fprintf(stderr, "%d shapes of the list plan a tail of kind %s on %d SMs\n", seen[si][i], KIND[i], SMS[si]);
+      CHECK(seen[si][i] >= (i == 1 ? 3 : 1));
     }
   char *t = NULL;
   CHECK_EQ_INT(query(&t, "640", "6144", "4096", "--configs", dir, NULL, NULL), 0);
