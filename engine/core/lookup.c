@@ -285,12 +285,12 @@ static int model_between(at_config_set *set, const at_config_set *model) {
   int added = 0;
   if (set->nmleq < 2) return 0;
   const int64_t lo = set->mleq_m[0], hi = set->mleq_m[set->nmleq - 1];
-  at_config_set before = *set; /* the file's entries, which decide what lies between them */
   for (int e = 0; e < model->nmleq; e++) {
     const int64_t g = model->mleq_m[e];
     if (g <= BETWEEN_MIN_M || g > MODEL_MAX_M || g <= lo || g >= hi || !model->mleq[e].valid) continue;
+    /* A file's entry at g keeps it (what went in before is at other grid M, which are distinct). */
     int on_entry = 0;
-    for (int i = 0; i < before.nmleq && !on_entry; i++) on_entry = before.mleq_m[i] == g;
+    for (int i = 0; i < set->nmleq && !on_entry; i++) on_entry = set->mleq_m[i] == g;
     if (on_entry) continue;
     if (!put_entry(set, g, &model->mleq[e])) break;
     added++;
