@@ -13,14 +13,7 @@
 //   nvcc -O2 -arch=sm_90a bench/pdl_overlap.cu -o /tmp/pdl_overlap && /tmp/pdl_overlap
 #include <cstdio>
 
-#define CK(x)                                                                              \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      return 1;                                                                            \
-    }                                                                                      \
-  } while (0)
+#include "cuda_check.cuh"
 
 enum { SMEM = 220 * 1024, MAIN_UNITS = 126, MAIN_NS = 50000, TAIL_CTAS = 154, TAIL_NS = 25000 };
 

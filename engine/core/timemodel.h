@@ -62,7 +62,7 @@ int at_tm_fit(const double (*x)[AT_TM_NF], const double *t, int rows, double coe
 double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count);
 
 /* The same with the op's launch plan composed in at the M of timemodel.c (512): at_op.plan_factor
- * for a tail of the last wave only (untuned 0; a plan that runs the whole call as a tail config
+ * for a tail of the last wave or by rows (untuned 0; a plan that runs the whole call as a tail config
  * says nothing about config i). op NULL, or another M: at_tm_predict. */
 double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
                              int sm_count);

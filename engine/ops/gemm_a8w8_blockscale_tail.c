@@ -70,12 +70,16 @@ int64_t at_a8w8_tail_grid(const at_a8w8_tail *t, int64_t tail_m, int64_t tail_n)
 #define TAIL_FIXED_US 3.0
 #define SM_FLOP_PER_US 9.0e6
 
+/* The tail's fixed cost in main units (of a bm x bn CTA tile's time over K at SM_FLOP_PER_US). */
+static double fixed_units(int64_t bm, int64_t bn, int64_t k) {
+  return TAIL_FIXED_US / (2.0 * (double)bm * (double)bn * (double)k / SM_FLOP_PER_US);
+}
+
 /* The cheapest tail config for C[m0:M][n0:N], in main units (of a bm x bn CTA tile's time over K,
  * times `rate`: the main tile's time per product against the reference); sets out->tile and
  * out->cluster_k. */
 static double cheapest_tail(const at_shape *s, int64_t m0, int64_t n0, int64_t bm, int64_t bn, int sm_count,
                             double rate, at_a8w8_tail *out) {
-  const double unit_us = 2.0 * (double)bm * (double)bn * (double)s->k / SM_FLOP_PER_US;
   double best = 0;
   for (int i = 0; i < RECT_MENU_LEN; i++) {
     /* Its tiles, whether they fit the GPU twice over (each split in K by a cluster of two, which
@@ -84,7 +88,7 @@ static double cheapest_tail(const at_shape *s, int64_t m0, int64_t n0, int64_t b
     const int ck = 2 * tail_tiles <= sm_count && s->k / 128 >= 8 ? 2 : 1;
     const int64_t tail_waves = div_up(tail_tiles, sm_count / ck);
     const double per_cta = (double)MENU[i].m * MENU[i].n / ck / ((double)bm * (double)bn) * MENU[i].penalty * rate;
-    const double t = (double)tail_waves * per_cta + TAIL_FIXED_US / unit_us;
+    const double t = (double)tail_waves * per_cta + fixed_units(bm, bn, s->k);
     if (i == 0 || t < best) best = t, out->tile = i, out->cluster_k = ck;
   }
   return best;
@@ -188,12 +192,10 @@ void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s
    * ROWS_MIN_GAIN of the time of the best plan so far (or of one launch): its schedule is simulated
    * with the tail on the SMs the main launch frees, which the H100 ran about 5% slower than
    * predicted (docs/perf.md, "The tail by rows"); with K of 1024 or 2048 it lost by 9-19%. */
-  const int64_t waves = div_up(units, slots);
   if (units > slots && units % slots != 0 && s->k / 128 >= 16) {
     const tail_tile *tt = &MENU[ROWS_TILE];
-    const double unit_us = 2.0 * (double)bm * (double)bn * (double)s->k / SM_FLOP_PER_US;
     const double d = (double)tt->m * tt->n / 2 / ((double)bm * (double)bn) * tt->penalty;
-    const int64_t r_max = (waves - 1) * slots / tiles_n;
+    const int64_t r_max = ((int64_t)before - 1) * slots / tiles_n; /* a wave less than one launch */
     double limit = ROWS_MIN_GAIN * (out->split ? out->after : before);
     for (int64_t r = r_max; r >= 1 && r > r_max - ROWS_TRIES; r--) {
       if (r * rows >= s->m) continue;
@@ -204,7 +206,7 @@ void at_a8w8_tail_plan(const char *family, const at_params *p, const at_shape *s
       const double fin = rows_finish(sm_count, cm * cn, slots, c.unit_end, tail_tiles, 2, d);
       if (fin < 0) continue;
       c.before = before;
-      c.after = fin + TAIL_FIXED_US / unit_us;
+      c.after = fin + fixed_units(bm, bn, s->k);
       if (c.after <= limit) *out = c, out->split = 1, limit = c.after * (1 - 1e-9); /* ties: more rows main */
     }
   }
