@@ -298,6 +298,77 @@ static int model_between(at_config_set *set, const at_config_set *model) {
   return added;
 }
 
+/* A tuned file's M between its entries above MODEL_MAX_M: the entry above answers, tuned for
+ * another tile count, unless the model predicts its own pick TUNED_ABOVE_GAIN times as fast at
+ * every M it would answer. 3072 x 576 x 7168 ran the M = 4096 entry's 72 tiles of 128 x 192 on
+ * 132 SMs at 1.57x cuBLASLt's time. On the H100 (docs/perf.md, "Tuned files above M = 2048"), on
+ * 48 such shapes where the model's pick differs, taking it wherever the prediction at the grid M
+ * said 1.10 (the default file's rule) ran 0.989x cuBLASLt's time against 1.026x, but lost up to
+ * 1.22x on a third of them: the model errs by 10-20% between 128 x 256, 128 x 128 pairs and
+ * 192 x 192 tiles. Where it predicted 1.25 at the shape's own M, every one of ten ran faster
+ * (0.71x-0.89x of the entry above's time). */
+#ifndef TUNED_ABOVE_GAIN
+#define TUNED_ABOVE_GAIN 1.25
+#endif
+
+/* The M above MODEL_MAX_M at which a tuned file may take the model's pick, each answering M down
+ * to the one before (or the file's entry below): every 512 rows to 4096, every 1024 to 8192. */
+static const int64_t TUNED_ABOVE_M[] = {2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
+
+/* Is m one of set's per-M entries? */
+static int is_entry(const at_config_set *set, int64_t m) {
+  for (int i = 0; i < set->nmleq; i++)
+    if (set->mleq_m[i] == m) return 1;
+  return 0;
+}
+
+/* The rule above, on a tuned file's set (tm: the model of its tag): at each M p of TUNED_ABOVE_M
+ * strictly between the file's entries, the model's pick for p when at every multiple of 64 from
+ * the M before (an entry, MODEL_MAX_M or the point before) to p it predicts the set's answer
+ * TUNED_ABOVE_GAIN times as slow. Decided on the set as the file gave it; when p is taken and the
+ * point before is not (and is no entry), that point gets the file's answer, so that the M at or
+ * below it keep it. Returns the count of points taken; stops when set is full. */
+static int tuned_above(at_config_set *set, const at_time_model *tm, const at_op *op, const at_lookup_req *q) {
+  enum { NP = sizeof TUNED_ABOVE_M / sizeof TUNED_ABOVE_M[0] };
+  if (set->nmleq < 2 || !(TUNED_ABOVE_GAIN > 0)) return 0;
+  const int64_t lo = set->mleq_m[0], hi = set->mleq_m[set->nmleq - 1];
+  int pick[NP];
+  at_config keep[NP];
+  for (int j = 0; j < NP; j++) {
+    const int64_t p = TUNED_ABOVE_M[j];
+    pick[j] = -1;
+    if (p <= MODEL_MAX_M || p <= lo || p >= hi || is_entry(set, p)) continue;
+    const int i = at_tm_best(tm, op, 1, p, q->n, q->k, q->sm_count);
+    if (i < 0) continue;
+    int64_t from = j > 0 ? TUNED_ABOVE_M[j - 1] : MODEL_MAX_M;
+    for (int e = 0; e < set->nmleq; e++)
+      if (set->mleq_m[e] < p && set->mleq_m[e] > from) from = set->mleq_m[e];
+    int ok = 1;
+    for (int64_t m = from + 64; m <= p && ok; m += 64) {
+      const double t_now = at_tm_predict_config(tm, at_config_for_m(set, m, NULL), m, q->n, q->k, q->sm_count);
+      const double t_pick = at_tm_predict(tm, i, m, q->n, q->k, q->sm_count);
+      ok = t_now > 0 && t_pick > 0 && t_now >= TUNED_ABOVE_GAIN * t_pick;
+    }
+    if (ok) pick[j] = i;
+  }
+  /* The file's answers at the points before, read before any insertion changes them. */
+  for (int j = 0; j < NP; j++) {
+    const at_config *now = at_config_for_m(set, TUNED_ABOVE_M[j], NULL);
+    if (now) keep[j] = *now;
+  }
+  int taken = 0;
+  for (int j = 0; j < NP; j++) {
+    if (pick[j] < 0) continue;
+    const int64_t before = j > 0 ? TUNED_ABOVE_M[j - 1] : 0;
+    if (j > 0 && pick[j - 1] < 0 && before > MODEL_MAX_M && before > lo && !is_entry(set, before) &&
+        at_config_for_m(set, before, NULL) && !put_entry(set, before, &keep[j - 1]))
+      break;
+    if (!put_entry(set, TUNED_ABOVE_M[j], &tm->configs[pick[j]])) break;
+    taken++;
+  }
+  return taken;
+}
+
 /* Files named <device>-GEMM-<tag><suffix>; suffix "-N=..-K=...json" or ".json" (not "-model.json"). */
 static int from_files(const at_lookup_req *q, char **names, size_t n, at_lookup_result *out, int default_file,
                       const at_config_set *model, const char *model_path) {
@@ -409,13 +480,19 @@ int at_lookup(const at_lookup_req *q, at_lookup_result *out) {
       char model_path[1024], model_tag[64];
       at_lookup_req same_tag = *q;
       same_tag.tag = out->set.tag;
-      if (from_model(&same_tag, op, names, n, model, model_path, sizeof model_path, model_tag, sizeof model_tag, NULL) &&
-          model_between(&out->set, model)) {
-        char path[sizeof out->path];
-        snprintf(path, sizeof path, "%s", out->path);
-        snprintf(out->path, sizeof out->path, "%.500s (M between its entries, %d to %d: %.440s)", path, BETWEEN_MIN_M + 1,
-                 MODEL_MAX_M, model_path);
+      at_time_model tm;
+      memset(&tm, 0, sizeof tm);
+      if (from_model(&same_tag, op, names, n, model, model_path, sizeof model_path, model_tag, sizeof model_tag, &tm)) {
+        /* Above MODEL_MAX_M first: it reads the file's answers there, which model_between leaves. */
+        const int above = tuned_above(&out->set, &tm, op, q);
+        if (model_between(&out->set, model) || above) {
+          char path[sizeof out->path];
+          snprintf(path, sizeof path, "%s", out->path);
+          snprintf(out->path, sizeof out->path, "%.480s (M between its entries, %d to %d%s: %.400s)", path,
+                   BETWEEN_MIN_M + 1, MODEL_MAX_M, above ? " and where predicted much faster above" : "", model_path);
+        }
       }
+      at_tm_free(&tm);
       free(model);
     }
     if (names && !found) {

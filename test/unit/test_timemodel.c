@@ -432,6 +432,60 @@ static void model_above(void) {
   free(dir);
 }
 
+/* A tuned file's M between its entries above 2048: the entry above answers unless the model
+ * predicts its own pick 1.25 times as fast at every multiple of 64 it would answer. The file
+ * (1024 x 1024) has 128 x 128 at M = 2048 and 16 x 64 at 8192; at M = 2560 the 16 x 64 tiles make
+ * 20 waves of 8 k-blocks (162 predicted) against 2 waves of 128 x 128 (18): the model's 128 x 128
+ * from 2049 to 7168, the file's own entries at theirs. A file whose entry above is a config the
+ * model has no prediction for (32 x 64) keeps it, and so does one whose entry is the model's pick. */
+static void tuned_above(void) {
+  char *dir = at_path_join(TMP, "configs_tuned_above");
+  CHECK_EQ_INT(at_mkdirs(dir), AT_OK);
+  at_config_set file = syn_default();
+  file.n = 1024, file.k = 1024;
+  file.bucket[AT_BUCKET_ANY] = mma_config(16, 64);
+  file.nmleq = 2;
+  file.mleq_m[0] = 2048, file.mleq[0] = mma_config(128, 128);
+  file.mleq_m[1] = 8192, file.mleq[1] = mma_config(16, 64);
+  at_time_model tm = two_configs();
+  const at_config_set def = syn_default();
+  write_syn(dir, &def, &tm);
+  char *text = at_config_set_to_json(&file);
+  write_text(dir, "sm90-GEMM-SYN-N=1024-K=1024.json", text);
+  free(text);
+  at_lookup_result *r = ask(dir, 1024, 1024);
+  int e;
+  CHECK_EQ_INT(r->source, AT_SRC_NK_FILE);
+  CHECK_CONTAINS(r->path, "where predicted much faster above");
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 2048, &e)), 128); /* the file's entry */
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 2049, &e)), 128); /* the model's, from 2560 */
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 5000, &e)), 128);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 7168, &e)), 128);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 7169, &e)), 16);  /* the file's 8192 entry */
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 8192, &e)), 16);
+  for (int i = 1; i < r->set.nmleq; i++) CHECK(r->set.mleq_m[i - 1] < r->set.mleq_m[i]);
+  /* Not on the model's menu: no prediction, kept. */
+  file.mleq[1] = mma_config(32, 64);
+  text = at_config_set_to_json(&file);
+  write_text(dir, "sm90-GEMM-SYN-N=1024-K=1024.json", text);
+  free(text);
+  r = ask(dir, 1024, 1024);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 3000, &e)), 32);
+  CHECK(strstr(r->path, "much faster above") == NULL);
+  /* The model's own pick: nothing to gain, kept. */
+  file.mleq[1] = mma_config(128, 128);
+  file.mleq[0] = mma_config(16, 64);
+  text = at_config_set_to_json(&file);
+  write_text(dir, "sm90-GEMM-SYN-N=1024-K=1024.json", text);
+  free(text);
+  r = ask(dir, 1024, 1024);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 2048, &e)), 16);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 3000, &e)), 128);
+  CHECK_EQ_INT(r->set.nmleq, 2);
+  at_tm_free(&tm);
+  free(dir);
+}
+
 static void lookup_order(void) {
   char *dir = at_path_join(TMP, "configs");
   CHECK_EQ_INT(at_mkdirs(dir), AT_OK);
@@ -613,6 +667,7 @@ int main(int argc, char **argv) {
   json_roundtrip();
   lookup_order();
   model_above();
+  tuned_above();
   fit_from_db();
   return check_summary();
 }
