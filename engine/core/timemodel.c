@@ -132,22 +132,32 @@ double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, in
   return t;
 }
 
+static int64_t block_m(const at_config *c) {
+  const char *names[AT_MAX_PARAMS];
+  const at_params p = at_config_params(c, names);
+  return at_params_get(&p, "BLOCK_M", 0);
+}
+
 /* A tile of at most twice M's rows (64 at least): the spaces' block_m_fits rule, under which the
  * tuner never weighs a taller tile. The fit measures every config everywhere, but its prediction
  * for a 128-row tile at M = 16 or 32 is carried over from where such tiles run: it picked 128 x
  * 192 tiles split in K at M = 16, N = 35840, that ran 0.92x cuBLASLt's time where 64-row tiles
  * ran 0.85x (H100, docs/perf.md, "Split K at M = 256"). */
-static int fits_m(const at_config *c, int64_t m) {
-  const char *names[AT_MAX_PARAMS];
-  const at_params p = at_config_params(c, names);
-  return at_params_get(&p, "BLOCK_M", 0) <= (2 * m > 64 ? 2 * m : 64);
-}
+static int fits_m(const at_config *c, int64_t m) { return block_m(c) <= (2 * m > 64 ? 2 * m : 64); }
 
+/* Where the plan is composed (M = 512), no 192-row tiles: the composition scores a tail of the
+ * last wave, but on 192-row tiles at M = 512 (576 rows in three rows of tiles) the runtime plans
+ * a tail by rows (the main launch on 384 rows), which it does not score. On the H100 (docs/perf.md,
+ * "192-row tiles at M = 512"), the two shapes of a sweep of 60 untuned (N, K) where the model
+ * picked them there ran 1.05x and 1.20x cuBLASLt's time, 0.96x and 1.02x with the pick without
+ * them; at M = 192 to 384 the same tiles ran faster than the pick without them on 26 of 31
+ * shapes, and stay there. */
 int at_tm_best(const at_time_model *tm, const at_op *op, int plan, int64_t m, int64_t n, int64_t k, int sm_count) {
   int best = -1;
   double best_t = 0;
   for (int i = 0; i < tm->nconfigs; i++) {
     if (op && !fits_m(&tm->configs[i], m)) continue;
+    if (plan && op && op->plan_factor && m == PLAN_M && block_m(&tm->configs[i]) == 192) continue;
     double t = plan ? at_tm_predict_planned(tm, op, i, m, n, k, sm_count) : at_tm_predict(tm, i, m, n, k, sm_count);
     if (t > 0 && (best < 0 || t < best_t)) best = i, best_t = t;
   }

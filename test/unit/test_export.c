@@ -442,6 +442,23 @@ static void committed_configs(void) {
     if (i == 0) CHECK_CONTAINS(untuned, "(M <= 128: ");
     free(untuned), free(near), free(deflt), free(nodir), free(src), free(dst), free(text);
   }
+  /* Session 18's measured answers (docs/perf.md): the model takes no 192-row tiles at M = 512 but
+   * keeps them at 384; the kv_a file (576 x 7168) between its entries 2048 and 4096 takes the
+   * model's 128 x 128 pairs for the 4096 entry's 128 x 192 tiles (72 of them at M = 3072), which
+   * its entry keeps. */
+  static const struct { const char *m, *n, *k, *want, *path; } PICKS[] = {
+      {"512", "27648", "5120", "\"BLOCK_M\":128", NULL},
+      {"384", "12288", "4096", "\"BLOCK_M\":192", NULL},
+      {"3072", "576", "7168", "\"BLOCK_M\":128,\"BLOCK_N\":128", "where predicted much faster above"},
+      {"4096", "576", "7168", "\"BLOCK_M\":128,\"BLOCK_N\":192", NULL}};
+  for (size_t i = 0; i < AT_ARRAY_LEN(PICKS); i++) {
+    char *t = NULL;
+    CHECK_EQ_INT(query(&t, PICKS[i].m, PICKS[i].n, PICKS[i].k, "--configs", dir, NULL, NULL), 0);
+    if (!t) continue;
+    CHECK_CONTAINS(t, PICKS[i].want);
+    if (PICKS[i].path) CHECK_CONTAINS(t, PICKS[i].path);
+    free(t);
+  }
   free(file), free(dir), free(nomodel);
 }
 
