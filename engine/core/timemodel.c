@@ -145,13 +145,13 @@ static int64_t block_m(const at_config *c) {
  * ran 0.85x (H100, docs/perf.md, "Split K at M = 256"). */
 static int fits_m(const at_config *c, int64_t m) { return block_m(c) <= (2 * m > 64 ? 2 * m : 64); }
 
-/* Where the plan is composed (M = 512), no 192-row tiles: the composition scores a tail of the
- * last wave, but on 192-row tiles at M = 512 (576 rows in three rows of tiles) the runtime plans
- * a tail by rows (the main launch on 384 rows), which it does not score. On the H100 (docs/perf.md,
- * "192-row tiles at M = 512"), the two shapes of a sweep of 60 untuned (N, K) where the model
- * picked them there ran 1.05x and 1.20x cuBLASLt's time, 0.96x and 1.02x with the pick without
- * them; at M = 192 to 384 the same tiles ran faster than the pick without them on 26 of 31
- * shapes, and stay there. */
+/* Where the plan is composed (M = 512), no 192-row tiles: three rows of them hold 576 rows, and
+ * the plan composed in is a tail by rows (the main launch on 384 rows, the 128 rows after in
+ * 128 x 256 tiles split in K), whose saving the composition took at its estimate; measured, the
+ * pair ran far slower than predicted. On the H100 (docs/perf.md, "192-row tiles at M = 512"), the
+ * two shapes of the untuned sweeps where the model picked them there ran 1.05x and 1.20x
+ * cuBLASLt's time, 0.96x and 1.02x with the pick without them; at M = 192 to 384 the same tiles
+ * ran faster than the pick without them on 26 of 31 shapes, and stay there. */
 int at_tm_best(const at_time_model *tm, const at_op *op, int plan, int64_t m, int64_t n, int64_t k, int sm_count) {
   int best = -1;
   double best_t = 0;
