@@ -322,47 +322,48 @@ static int is_entry(const at_config_set *set, int64_t m) {
   return 0;
 }
 
-/* The rule above, on a tuned file's set (tm: the model of its tag): at each M p of TUNED_ABOVE_M
- * strictly between the file's entries, the model's pick for p when at every multiple of 64 from
- * the M before (an entry, MODEL_MAX_M or the point before) to p it predicts the set's answer
- * TUNED_ABOVE_GAIN times as slow. Decided on the set as the file gave it; when p is taken and the
- * point before is not (and is no entry), that point gets the file's answer, so that the M at or
- * below it keep it. Returns the count of points taken; stops when set is full. */
+/* The rule above, on a tuned file's set (tm: the model of its tag), after model_between (which
+ * inserts at M <= MODEL_MAX_M only, so the answers above are the file's): at each M p of
+ * TUNED_ABOVE_M strictly between the file's entries, the model's pick for p when at every
+ * multiple of 64 it would answer (above the set's entry below p, or the point before p when that
+ * is nearer: it gets an entry too) it predicts the set's answer TUNED_ABOVE_GAIN times as slow.
+ * Every tile's height is a multiple of 64, so an M answers as the multiple of 64 at or above it.
+ * Decided on the set as it came; when p is taken and the point before it bounds its M but is not
+ * taken, that point gets the set's answer, so that the M at or below it keep it. Returns the count
+ * of points taken; stops when the set is full. */
 static int tuned_above(at_config_set *set, const at_time_model *tm, const at_op *op, const at_lookup_req *q) {
   enum { NP = sizeof TUNED_ABOVE_M / sizeof TUNED_ABOVE_M[0] };
   if (set->nmleq < 2 || !(TUNED_ABOVE_GAIN > 0)) return 0;
   const int64_t lo = set->mleq_m[0], hi = set->mleq_m[set->nmleq - 1];
-  int pick[NP];
+  int pick[NP], bounded[NP], kept[NP]; /* bounded: the point before p bounds p's M */
   at_config keep[NP];
   for (int j = 0; j < NP; j++) {
     const int64_t p = TUNED_ABOVE_M[j];
-    pick[j] = -1;
+    pick[j] = -1, bounded[j] = 0;
+    const at_config *now = at_config_for_m(set, p, NULL);
+    if ((kept[j] = now != NULL)) keep[j] = *now; /* the set's answer at p, before any insertion */
     if (p <= MODEL_MAX_M || p <= lo || p >= hi || is_entry(set, p)) continue;
-    const int i = at_tm_best(tm, op, 1, p, q->n, q->k, q->sm_count);
+    const int i = at_tm_best(tm, op, !q->no_plan, p, q->n, q->k, q->sm_count);
     if (i < 0) continue;
-    int64_t from = j > 0 ? TUNED_ABOVE_M[j - 1] : MODEL_MAX_M;
+    int64_t from = lo; /* the set's entry below p (there is one: p > lo) */
     for (int e = 0; e < set->nmleq; e++)
       if (set->mleq_m[e] < p && set->mleq_m[e] > from) from = set->mleq_m[e];
+    if (j > 0 && TUNED_ABOVE_M[j - 1] > from) from = TUNED_ABOVE_M[j - 1], bounded[j] = 1;
     int ok = 1;
-    for (int64_t m = from + 64; m <= p && ok; m += 64) {
+    for (int64_t m = from - from % 64 + 64; m <= p && ok; m += 64) {
       const double t_now = at_tm_predict_config(tm, at_config_for_m(set, m, NULL), m, q->n, q->k, q->sm_count);
       const double t_pick = at_tm_predict(tm, i, m, q->n, q->k, q->sm_count);
       ok = t_now > 0 && t_pick > 0 && t_now >= TUNED_ABOVE_GAIN * t_pick;
     }
     if (ok) pick[j] = i;
   }
-  /* The file's answers at the points before, read before any insertion changes them. */
-  for (int j = 0; j < NP; j++) {
-    const at_config *now = at_config_for_m(set, TUNED_ABOVE_M[j], NULL);
-    if (now) keep[j] = *now;
-  }
   int taken = 0;
   for (int j = 0; j < NP; j++) {
     if (pick[j] < 0) continue;
-    const int64_t before = j > 0 ? TUNED_ABOVE_M[j - 1] : 0;
-    if (j > 0 && pick[j - 1] < 0 && before > MODEL_MAX_M && before > lo && !is_entry(set, before) &&
-        at_config_for_m(set, before, NULL) && !put_entry(set, before, &keep[j - 1]))
-      break;
+    if (bounded[j] && pick[j - 1] < 0 && !is_entry(set, TUNED_ABOVE_M[j - 1])) {
+      if (!kept[j - 1]) continue;
+      if (!put_entry(set, TUNED_ABOVE_M[j - 1], &keep[j - 1])) break;
+    }
     if (!put_entry(set, TUNED_ABOVE_M[j], &tm->configs[pick[j]])) break;
     taken++;
   }
@@ -483,13 +484,17 @@ int at_lookup(const at_lookup_req *q, at_lookup_result *out) {
       at_time_model tm;
       memset(&tm, 0, sizeof tm);
       if (from_model(&same_tag, op, names, n, model, model_path, sizeof model_path, model_tag, sizeof model_tag, &tm)) {
-        /* Above MODEL_MAX_M first: it reads the file's answers there, which model_between leaves. */
+        /* model_between first: when the set fills, the M it left below MODEL_MAX_M stay bounded by
+         * the file's entries, not by a point tuned_above took. */
+        const int between = model_between(&out->set, model);
         const int above = tuned_above(&out->set, &tm, op, q);
-        if (model_between(&out->set, model) || above) {
-          char path[sizeof out->path];
+        if (between || above) {
+          char path[sizeof out->path], what[128] = "", range[32];
+          snprintf(range, sizeof range, "%d to %d", BETWEEN_MIN_M + 1, MODEL_MAX_M);
+          snprintf(what, sizeof what, "%s%s", between ? range : "", between && above ? ", and " : "");
+          if (above) snprintf(what + strlen(what), sizeof what - strlen(what), "above %d where predicted much faster", MODEL_MAX_M);
           snprintf(path, sizeof path, "%s", out->path);
-          snprintf(out->path, sizeof out->path, "%.480s (M between its entries, %d to %d%s: %.400s)", path,
-                   BETWEEN_MIN_M + 1, MODEL_MAX_M, above ? " and where predicted much faster above" : "", model_path);
+          snprintf(out->path, sizeof out->path, "%.480s (M between its entries, %s: %.400s)", path, what, model_path);
         }
       }
       at_tm_free(&tm);

@@ -449,7 +449,7 @@ static void committed_configs(void) {
   static const struct { const char *m, *n, *k, *want, *path; } PICKS[] = {
       {"512", "27648", "5120", "\"BLOCK_M\":128", NULL},
       {"384", "12288", "4096", "\"BLOCK_M\":192", NULL},
-      {"3072", "576", "7168", "\"BLOCK_M\":128,\"BLOCK_N\":128", "where predicted much faster above"},
+      {"3072", "576", "7168", "\"BLOCK_M\":128,\"BLOCK_N\":128", "above 2048 where predicted much faster"},
       {"4096", "576", "7168", "\"BLOCK_M\":128,\"BLOCK_N\":192", NULL}};
   for (size_t i = 0; i < AT_ARRAY_LEN(PICKS); i++) {
     char *t = NULL;

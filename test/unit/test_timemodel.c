@@ -456,7 +456,7 @@ static void tuned_above(void) {
   at_lookup_result *r = ask(dir, 1024, 1024);
   int e;
   CHECK_EQ_INT(r->source, AT_SRC_NK_FILE);
-  CHECK_CONTAINS(r->path, "where predicted much faster above");
+  CHECK_CONTAINS(r->path, "above 2048 where predicted much faster");
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 2048, &e)), 128); /* the file's entry */
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 2049, &e)), 128); /* the model's, from 2560 */
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 5000, &e)), 128);
@@ -471,7 +471,7 @@ static void tuned_above(void) {
   free(text);
   r = ask(dir, 1024, 1024);
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 3000, &e)), 32);
-  CHECK(strstr(r->path, "much faster above") == NULL);
+  CHECK(strstr(r->path, "where predicted much faster") == NULL);
   /* The model's own pick: nothing to gain, kept. */
   file.mleq[1] = mma_config(128, 128);
   file.mleq[0] = mma_config(16, 64);
@@ -482,6 +482,34 @@ static void tuned_above(void) {
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 2048, &e)), 16);
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 3000, &e)), 128);
   CHECK_EQ_INT(r->set.nmleq, 2);
+  /* A point taken above one that is not: the model with a third config, 64 x 128 at {1.5, 0.75},
+   * the file's entry at 8192. From 3137 to 4096 its tiles make 4 waves of 8 k-blocks (25.5
+   * predicted) against 2 of 128 x 128 (18): 1.42, taken at 4096; at 2560-3136 3 waves (19.5, 1.08):
+   * 2560, 3072, 3584 are not, and 3584, which bounds 4096's M, keeps the file's 64 x 128. */
+  at_time_model three = two_configs();
+  three.nconfigs = 3;
+  three.configs = realloc(three.configs, 3 * sizeof *three.configs);
+  three.coef = realloc(three.coef, 3 * sizeof *three.coef);
+  three.shapes = realloc(three.shapes, 3 * sizeof *three.shapes);
+  three.rel_rms = realloc(three.rel_rms, 3 * sizeof *three.rel_rms);
+  three.configs[2] = mma_config(64, 128);
+  const double c2[AT_TM_NF] = {1.5, 0.75, 0, 0, 0};
+  memcpy(three.coef[2], c2, sizeof c2);
+  three.shapes[2] = 40, three.rel_rms[2] = 0.05;
+  write_syn(dir, &def, &three);
+  at_tm_free(&three);
+  file.mleq[0] = mma_config(128, 128);
+  file.mleq[1] = mma_config(64, 128);
+  text = at_config_set_to_json(&file);
+  write_text(dir, "sm90-GEMM-SYN-N=1024-K=1024.json", text);
+  free(text);
+  r = ask(dir, 1024, 1024);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 2049, &e)), 64);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 3584, &e)), 64);  /* bounds 4096's M: the file's */
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 3585, &e)), 128); /* 4096: the model's */
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 4096, &e)), 128);
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 8192, &e)), 64);  /* the file's entry */
+  for (int i = 1; i < r->set.nmleq; i++) CHECK(r->set.mleq_m[i - 1] < r->set.mleq_m[i]);
   at_tm_free(&tm);
   free(dir);
 }
