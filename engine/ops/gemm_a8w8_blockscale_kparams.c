@@ -32,6 +32,14 @@ enum { TMAP_SLOTS = 16 }; /* two operands a launch, two launches a call (the tai
 static _Thread_local tmap_slot tl_maps[TMAP_SLOTS];
 static _Thread_local unsigned tl_next;
 
+/* How far L2 rounds up a TMA load's fetch from memory (a compile-time choice, for measuring). On
+ * the H100 (docs/perf.md, "Open: the k-block count"), 128 bytes or none instead of 256 changed
+ * neither the cost of odd k-block counts nor the Llama-3-8B set beyond the noise (three rounds:
+ * 0.859x, 0.861x, 0.854x with 256; 0.863x, 0.863x, 0.855x with 128). */
+#ifndef AT_TMA_L2_PROMOTION
+#define AT_TMA_L2_PROMOTION CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+#endif
+
 static int encode(uint64_t ptr, int rows, int k, int box, CUtensorMap *out) {
   const cuuint64_t dim[2] = {(cuuint64_t)k, (cuuint64_t)rows};
   const cuuint64_t stride[1] = {(cuuint64_t)k};
@@ -39,7 +47,7 @@ static int encode(uint64_t ptr, int rows, int k, int box, CUtensorMap *out) {
   const cuuint32_t estride[2] = {1, 1};
   CU_CHECK(at_cu->TensorMapEncodeTiled(out, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)ptr, dim, stride,
                                        boxdim, estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+                                       AT_TMA_L2_PROMOTION, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   return AT_OK;
 }
 
