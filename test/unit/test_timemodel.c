@@ -376,6 +376,22 @@ static void write_syn(const char *dir, const at_config_set *def, const at_time_m
   free(text);
 }
 
+/* two_configs and a third, 64 x 128 at {1.5, 0.75}: 3 waves of 8 k-blocks at M = 3072 on 1024 x
+ * 1024 (19.5 predicted, against 18 for 128 x 128), 4 at 4096 (25.5). */
+static at_time_model three_configs(void) {
+  at_time_model three = two_configs();
+  three.nconfigs = 3;
+  three.configs = realloc(three.configs, 3 * sizeof *three.configs);
+  three.coef = realloc(three.coef, 3 * sizeof *three.coef);
+  three.shapes = realloc(three.shapes, 3 * sizeof *three.shapes);
+  three.rel_rms = realloc(three.rel_rms, 3 * sizeof *three.rel_rms);
+  three.configs[2] = mma_config(64, 128);
+  const double c2[AT_TM_NF] = {1.5, 0.75, 0, 0, 0};
+  memcpy(three.coef[2], c2, sizeof c2);
+  three.shapes[2] = 40, three.rel_rms[2] = 0.05;
+  return three;
+}
+
 /* Above M = 2048 the default file answers, unless the model predicts its config there 1.10 times as
  * slow as the model's own pick: the default file's 16 x 64 tiles at M = 4096 (258 predicted
  * against 18 for 128 x 128, answer_picks) give way at the grid M above 2048; a config the model
@@ -407,16 +423,7 @@ static void model_above(void) {
   def3.bucket[AT_BUCKET_ANY] = mma_config(64, 128);
   def3.nmleq = 1;
   def3.mleq_m[0] = 8192, def3.mleq[0] = mma_config(64, 128);
-  at_time_model three = two_configs();
-  three.nconfigs = 3;
-  three.configs = realloc(three.configs, 3 * sizeof *three.configs);
-  three.coef = realloc(three.coef, 3 * sizeof *three.coef);
-  three.shapes = realloc(three.shapes, 3 * sizeof *three.shapes);
-  three.rel_rms = realloc(three.rel_rms, 3 * sizeof *three.rel_rms);
-  three.configs[2] = mma_config(64, 128);
-  const double c2[AT_TM_NF] = {1.5, 0.75, 0, 0, 0};
-  memcpy(three.coef[2], c2, sizeof c2);
-  three.shapes[2] = 40, three.rel_rms[2] = 0.05;
+  at_time_model three = three_configs();
   CHECK(fabs(at_tm_predict(&three, 2, 3072, 1024, 1024, 0) - 19.5) < 1e-12);
   CHECK(fabs(at_tm_predict(&three, 2, 4096, 1024, 1024, 0) - 25.5) < 1e-12);
   CHECK(fabs(at_tm_predict(&three, 1, 3072, 1024, 1024, 0) - 18) < 1e-12);
@@ -486,16 +493,7 @@ static void tuned_above(void) {
    * the file's entry at 8192. From 3137 to 4096 its tiles make 4 waves of 8 k-blocks (25.5
    * predicted) against 2 of 128 x 128 (18): 1.42, taken at 4096; at 2560-3136 3 waves (19.5, 1.08):
    * 2560, 3072, 3584 are not, and 3584, which bounds 4096's M, keeps the file's 64 x 128. */
-  at_time_model three = two_configs();
-  three.nconfigs = 3;
-  three.configs = realloc(three.configs, 3 * sizeof *three.configs);
-  three.coef = realloc(three.coef, 3 * sizeof *three.coef);
-  three.shapes = realloc(three.shapes, 3 * sizeof *three.shapes);
-  three.rel_rms = realloc(three.rel_rms, 3 * sizeof *three.rel_rms);
-  three.configs[2] = mma_config(64, 128);
-  const double c2[AT_TM_NF] = {1.5, 0.75, 0, 0, 0};
-  memcpy(three.coef[2], c2, sizeof c2);
-  three.shapes[2] = 40, three.rel_rms[2] = 0.05;
+  at_time_model three = three_configs();
   write_syn(dir, &def, &three);
   at_tm_free(&three);
   file.mleq[0] = mma_config(128, 128);
