@@ -267,6 +267,13 @@ static void model_above(at_config_set *set, const at_config_set *model, const at
   }
 }
 
+/* Is m one of set's per-M entries? */
+static int is_entry(const at_config_set *set, int64_t m) {
+  for (int i = 0; i < set->nmleq; i++)
+    if (set->mleq_m[i] == m) return 1;
+  return 0;
+}
+
 /* A tuned file's M between its entries, from above BETWEEN_MIN_M up to MODEL_MAX_M, take the time
  * model's pick for their own tile counts (its grid M there: every multiple of 64) instead of the
  * entry above's, tuned for other tile counts; the file's entries keep their M. On the H100
@@ -289,9 +296,7 @@ static int model_between(at_config_set *set, const at_config_set *model) {
     const int64_t g = model->mleq_m[e];
     if (g <= BETWEEN_MIN_M || g > MODEL_MAX_M || g <= lo || g >= hi || !model->mleq[e].valid) continue;
     /* A file's entry at g keeps it (what went in before is at other grid M, which are distinct). */
-    int on_entry = 0;
-    for (int i = 0; i < set->nmleq && !on_entry; i++) on_entry = set->mleq_m[i] == g;
-    if (on_entry) continue;
+    if (is_entry(set, g)) continue;
     if (!put_entry(set, g, &model->mleq[e])) break;
     added++;
   }
@@ -314,13 +319,6 @@ static int model_between(at_config_set *set, const at_config_set *model) {
 /* The M above MODEL_MAX_M at which a tuned file may take the model's pick, each answering M down
  * to the one before (or the file's entry below): every 512 rows to 4096, every 1024 to 8192. */
 static const int64_t TUNED_ABOVE_M[] = {2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
-
-/* Is m one of set's per-M entries? */
-static int is_entry(const at_config_set *set, int64_t m) {
-  for (int i = 0; i < set->nmleq; i++)
-    if (set->mleq_m[i] == m) return 1;
-  return 0;
-}
 
 /* The rule above, on a tuned file's set (tm: the model of its tag), after model_between (which
  * inserts at M <= MODEL_MAX_M only, so the answers above are the file's): at each M p of

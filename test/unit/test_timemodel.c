@@ -439,6 +439,15 @@ static void model_above(void) {
   free(dir);
 }
 
+/* file written as dir's tuned file for (file->n, file->k), then the lookup of that (N, K). */
+static at_lookup_result *ask_tuned(const char *dir, const at_config_set *file) {
+  char name[96], *text = at_config_set_to_json(file);
+  snprintf(name, sizeof name, "sm90-GEMM-SYN-N=%lld-K=%lld.json", (long long)file->n, (long long)file->k);
+  write_text(dir, name, text);
+  free(text);
+  return ask(dir, file->n, file->k);
+}
+
 /* A tuned file's M between its entries above 2048: the entry above answers unless the model
  * predicts its own pick 1.25 times as fast at every multiple of 64 it would answer. The file
  * (1024 x 1024) has 128 x 128 at M = 2048 and 16 x 64 at 8192; at M = 2560 the 16 x 64 tiles make
@@ -457,10 +466,7 @@ static void tuned_above(void) {
   at_time_model tm = two_configs();
   const at_config_set def = syn_default();
   write_syn(dir, &def, &tm);
-  char *text = at_config_set_to_json(&file);
-  write_text(dir, "sm90-GEMM-SYN-N=1024-K=1024.json", text);
-  free(text);
-  at_lookup_result *r = ask(dir, 1024, 1024);
+  at_lookup_result *r = ask_tuned(dir, &file);
   int e;
   CHECK_EQ_INT(r->source, AT_SRC_NK_FILE);
   CHECK_CONTAINS(r->path, "above 2048 where predicted much faster");
@@ -473,19 +479,13 @@ static void tuned_above(void) {
   for (int i = 1; i < r->set.nmleq; i++) CHECK(r->set.mleq_m[i - 1] < r->set.mleq_m[i]);
   /* Not on the model's menu: no prediction, kept. */
   file.mleq[1] = mma_config(32, 64);
-  text = at_config_set_to_json(&file);
-  write_text(dir, "sm90-GEMM-SYN-N=1024-K=1024.json", text);
-  free(text);
-  r = ask(dir, 1024, 1024);
+  r = ask_tuned(dir, &file);
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 3000, &e)), 32);
   CHECK(strstr(r->path, "where predicted much faster") == NULL);
   /* The model's own pick: nothing to gain, kept. */
   file.mleq[1] = mma_config(128, 128);
   file.mleq[0] = mma_config(16, 64);
-  text = at_config_set_to_json(&file);
-  write_text(dir, "sm90-GEMM-SYN-N=1024-K=1024.json", text);
-  free(text);
-  r = ask(dir, 1024, 1024);
+  r = ask_tuned(dir, &file);
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 2048, &e)), 16);
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 3000, &e)), 128);
   CHECK_EQ_INT(r->set.nmleq, 2);
@@ -498,10 +498,7 @@ static void tuned_above(void) {
   at_tm_free(&three);
   file.mleq[0] = mma_config(128, 128);
   file.mleq[1] = mma_config(64, 128);
-  text = at_config_set_to_json(&file);
-  write_text(dir, "sm90-GEMM-SYN-N=1024-K=1024.json", text);
-  free(text);
-  r = ask(dir, 1024, 1024);
+  r = ask_tuned(dir, &file);
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 2049, &e)), 64);
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 3584, &e)), 64);  /* bounds 4096's M: the file's */
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 3585, &e)), 128); /* 4096: the model's */
