@@ -54,7 +54,14 @@
 // tiles at best, at M = 16, and loses above: docs/perf.md, "Swapped operands".)
 // Scales are read from global memory by the math threads when a k-block is issued and used when
 // it is promoted, so their latency hides behind tensor work: As is [M][K/128] row-major, which TMA
-// cannot fetch one k-column at a time. A tile's columns may straddle two or three 128-column
+// cannot fetch one k-column at a time. A thread's A scales come from its own rows, each a 32-byte
+// sector every 8 k-blocks; unless K / 128 is a multiple of 8 the rows of a warp cross into their
+// next sectors at different k-blocks, so some load misses L1 at every k-block, and one k-block of
+// tensor work did not hide that (RESCALE 1, 128 x 256: up to 18% slower at odd K / 128). KPIPE 1
+// (RESCALE among it) therefore loads the A scales two k-blocks ahead with one or two math
+// warpgroups, the weights' (warp-uniform, one sector every 8 k-blocks) still one ahead: loading
+// those two ahead as well, or doing the same with KPIPE 2, was slower (docs/perf.md, "The k-block
+// count"). A tile's columns may straddle two or three 128-column
 // weight-scale blocks (BLOCK_N that does not divide 128, or tiles that do not start on a block):
 // each 8-column accumulator group lies in one block, picked per group; with BLOCK_N 192 each
 // 64-column segment does (tiles start on multiples of 64), picked per segment, which keeps the
@@ -563,6 +570,21 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
     // The scales of the first k-block; each iteration then loads the next one's, so that their
     // latency hides behind a k-block of tensor work.
     at_sm90::kscales<NSA> cur, nxt;
+    // The A scales alone, and the weights' alone (KPIPE 1 loads the A scales a k-block earlier:
+    // see "Scales" at the top).
+    auto load_a = [&](int kb, float(&a)[NSA]) {
+      if constexpr (SWAP_AB) {
+#pragma unroll
+        for (int i = 0; i < NSA; i++) a[i] = tok_in >> i & 1u ? __ldg(as_sw + (long)(8 * (i / 2) + (i & 1)) * KB + kb) : 0.f;
+      } else {
+#pragma unroll
+        for (int i = 0; i < 2 * WAVES; i++) a[i] = __ldg(as[i] + kb);
+      }
+    };
+    auto load_b = [&](int kb, at_sm90::kscales<NSA> &sc) {
+#pragma unroll
+      for (int i = 0; i < NB; i++) sc.b[i] = __ldg(bs[i] + kb);
+    };
     auto load_scales = [&](int kb, at_sm90::kscales<NSA> &sc) {
       if constexpr (SWAP_AB) {
 #pragma unroll
@@ -718,15 +740,28 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       float ua[2 * WAVES], ub[3], fa[2 * WAVES], fb[3];
       float acc[RESCALE ? 1 : NACC];
       (void)ua, (void)ub, (void)fa, (void)fb;
+      // The A scales of k-block kb + 2 (kb + 1 before the loop). Not with three math warpgroups,
+      // whose 160 registers a thread would spill them (192 x 192 RESCALE: 12 bytes instead of 4).
+      constexpr bool A_AHEAD = MATH_WG < 3;
+      float a2[NSA];
+      if (A_AHEAD && p.kb0 + 1 < p.kb1) load_a(p.kb0 + 1, a2);
       for (int kb = p.kb0; kb < p.kb1; kb++, it++) {
         // This k-block's scales (cur) are copied, and the next one's loaded, once its first batch
         // is issued: the copy waits for their load, which at a unit's first k-block was issued
         // just before and comes from memory; the batch runs meanwhile. (Copied at the top of the
         // loop, the wait held every unit's first batch back: the largest stall of a stream-K run
-        // on the H100, docs/perf.md.)
+        // on the H100, docs/perf.md.) The next one's A scales were loaded a k-block earlier still,
+        // into a2, which now takes the A scales of the k-block after it.
         auto next_scales = [&]() {
           cur = nxt;
-          if (kb + 1 < p.kb1) load_scales(kb + 1, nxt);
+          if constexpr (A_AHEAD) {
+#pragma unroll
+            for (int i = 0; i < NSA; i++) nxt.a[i] = a2[i];
+            if (kb + 1 < p.kb1) load_b(kb + 1, nxt);
+            if (kb + 2 < p.kb1) load_a(kb + 2, a2);
+          } else {
+            if (kb + 1 < p.kb1) load_scales(kb + 1, nxt);
+          }
         };
         const int s = it % STAGES;
         at_mbar_wait(full0 + s * 8, (at_u32)(it / STAGES) & 1u);
