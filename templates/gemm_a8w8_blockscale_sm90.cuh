@@ -54,16 +54,16 @@
 // tiles at best, at M = 16, and loses above: docs/perf.md, "Swapped operands".)
 // Scales are read from global memory by the math threads when a k-block is issued and used when
 // it is promoted, so their latency hides behind tensor work: As is [M][K/128] row-major, which TMA
-// cannot fetch one k-column at a time. A thread's A scales come from its own rows, each a 32-byte
-// sector every 8 k-blocks; unless K / 128 is a multiple of 8 the rows of a warp cross into their
-// next sectors at different k-blocks, so some load misses L1 at every k-block, and one k-block of
-// tensor work did not hide that (RESCALE 1, 128 x 256: up to 18% slower at odd K / 128). KPIPE 1
-// (RESCALE among it) therefore loads the A scales two k-blocks ahead with one or two math
-// warpgroups, the weights' (warp-uniform, one sector every 8 k-blocks) still one ahead: loading
-// those two ahead as well, or doing the same with KPIPE 2, was slower (docs/perf.md, "The k-block
-// count"). A tile's columns may straddle two or three 128-column
-// weight-scale blocks (BLOCK_N that does not divide 128, or tiles that do not start on a block):
-// each 8-column accumulator group lies in one block, picked per group; with BLOCK_N 192 each
+// cannot fetch one k-column at a time. A thread's scales come from rows of K / 128 floats, each a
+// 32-byte sector every 8 k-blocks; unless K / 128 is a multiple of 8 the rows cross into their
+// next sectors at different k-blocks, so some load misses L1 at (nearly) every k-block, and one
+// k-block of tensor work did not hide that (RESCALE 1, 128 x 256: up to 18% slower at odd
+// K / 128). KPIPE 1 (RESCALE among it) therefore loads the scales two k-blocks ahead when a math
+// warpgroup has one 64-row slice and there are one or two of them (AHEAD2 in the kernel). Doing
+// the same in the KPIPE 2 loop was slower (docs/perf.md, "The k-block count").
+// A tile's columns may straddle two or three 128-column weight-scale blocks (BLOCK_N that does
+// not divide 128, or tiles that do not start on a block): each 8-column accumulator group lies in
+// one block, picked per group; with BLOCK_N 192 each
 // 64-column segment does (tiles start on multiples of 64), picked per segment, which keeps the
 // promotion and the rescale as cheap as in a tile of one block (per group they cost 25% at
 // 128 x 192, docs/perf.md).
@@ -509,6 +509,16 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   if (MATH_WG == 3) at_setmaxnreg_inc<160>();
   const int w = __shfl_sync(0xffffffffu, wg - 1, 0);  // warp-uniform to ptxas: wgmmas sit in its branches
   const int t = tid % 128, warp = t / 32, lane = t % 32;
+  // AHEAD2: the KPIPE 1 loop loads the scales two k-blocks ahead (why: the top of the file, on
+  // scales), with one 64-row slice per math warpgroup and one or two of them. Three (160 registers
+  // a thread) spilled (192 x 192 RESCALE: 12 bytes instead of 4), and so did two slices (256-row
+  // tiles: 256 x 112 up to 116 bytes instead of 36, 256 x 128 12 instead of none).
+  constexpr bool AHEAD2 = KPIPE == 1 && MATH_WG < 3 && WAVES == 1;
+  // Zero, which ptxas cannot prove: added to the weight-scale pointers with AHEAD2, it keeps those
+  // scales (the same in every lane) in per-thread registers. Loaded two k-blocks ahead, ptxas
+  // otherwise moved each into a uniform register as soon as it was loaded (R2UR), which waited for
+  // the load and cost 1% (docs/perf.md, "The k-block count").
+  const int zero = AHEAD2 ? __shfl_xor_sync(0xffffffffu, lane, 1) - (lane ^ 1) : 0;
   const int lrow = warp * 16 + lane / 4;  // this thread's rows in a 64-row slice: lrow, lrow + 8
   const int colq = 2 * (lane % 4);        // and its columns in each 8-column group
   const float *const As = (const float *)args.a_scale;
@@ -556,7 +566,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
     const int nb0 = SWAP_AB ? (p.n0 + 64 * w) / 128 : p.n0 / 128;
     const float *bs[NB];
 #pragma unroll
-    for (int i = 0; i < NB; i++) bs[i] = Bs + (long)min(nb0 + i, nblocks - 1) * KB;
+    for (int i = 0; i < NB; i++) bs[i] = Bs + (long)min(nb0 + i, nblocks - 1) * KB + zero;
     const int ncol0 = BLOCK_ALIGNED ? 0 : p.n0 & 127;  // the tile's first column inside its weight-scale block
     const bool one_block = ONE_SCALE_BLOCK || ncol0 + BLOCK_N <= 128;  // uniform over the tile
     if (SEG64 && (ncol0 & 63)) __trap();  // a segment would straddle two blocks
@@ -570,21 +580,6 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
     // The scales of the first k-block; each iteration then loads the next one's, so that their
     // latency hides behind a k-block of tensor work.
     at_sm90::kscales<NSA> cur, nxt;
-    // The A scales alone, and the weights' alone (KPIPE 1 loads the A scales a k-block earlier:
-    // see "Scales" at the top).
-    auto load_a = [&](int kb, float(&a)[NSA]) {
-      if constexpr (SWAP_AB) {
-#pragma unroll
-        for (int i = 0; i < NSA; i++) a[i] = tok_in >> i & 1u ? __ldg(as_sw + (long)(8 * (i / 2) + (i & 1)) * KB + kb) : 0.f;
-      } else {
-#pragma unroll
-        for (int i = 0; i < 2 * WAVES; i++) a[i] = __ldg(as[i] + kb);
-      }
-    };
-    auto load_b = [&](int kb, at_sm90::kscales<NSA> &sc) {
-#pragma unroll
-      for (int i = 0; i < NB; i++) sc.b[i] = __ldg(bs[i] + kb);
-    };
     auto load_scales = [&](int kb, at_sm90::kscales<NSA> &sc) {
       if constexpr (SWAP_AB) {
 #pragma unroll
@@ -740,25 +735,20 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       float ua[2 * WAVES], ub[3], fa[2 * WAVES], fb[3];
       float acc[RESCALE ? 1 : NACC];
       (void)ua, (void)ub, (void)fa, (void)fb;
-      // The A scales of k-block kb + 2 (kb + 1 before the loop). Not with three math warpgroups,
-      // whose 160 registers a thread would spill them (192 x 192 RESCALE: 12 bytes instead of 4).
-      constexpr bool A_AHEAD = MATH_WG < 3;
-      float a2[NSA];
-      if (A_AHEAD && p.kb0 + 1 < p.kb1) load_a(p.kb0 + 1, a2);
+      at_sm90::kscales<NSA> nx2;  // AHEAD2: the scales of k-block kb + 2 (kb + 1 before the loop)
+      if (AHEAD2 && p.kb0 + 1 < p.kb1) load_scales(p.kb0 + 1, nx2);
       for (int kb = p.kb0; kb < p.kb1; kb++, it++) {
         // This k-block's scales (cur) are copied, and the next one's loaded, once its first batch
         // is issued: the copy waits for their load, which at a unit's first k-block was issued
         // just before and comes from memory; the batch runs meanwhile. (Copied at the top of the
         // loop, the wait held every unit's first batch back: the largest stall of a stream-K run
-        // on the H100, docs/perf.md.) The next one's A scales were loaded a k-block earlier still,
-        // into a2, which now takes the A scales of the k-block after it.
+        // on the H100, docs/perf.md.) The next one's were loaded a k-block earlier still, into
+        // nx2, which now takes those of the k-block after it.
         auto next_scales = [&]() {
           cur = nxt;
-          if constexpr (A_AHEAD) {
-#pragma unroll
-            for (int i = 0; i < NSA; i++) nxt.a[i] = a2[i];
-            if (kb + 1 < p.kb1) load_b(kb + 1, nxt);
-            if (kb + 2 < p.kb1) load_a(kb + 2, a2);
+          if constexpr (AHEAD2) {
+            nxt = nx2;
+            if (kb + 2 < p.kb1) load_scales(kb + 2, nx2);
           } else {
             if (kb + 1 < p.kb1) load_scales(kb + 1, nxt);
           }
