@@ -63,10 +63,9 @@
 // the same in the KPIPE 2 loop was slower (docs/perf.md, "The k-block count").
 // A tile's columns may straddle two or three 128-column weight-scale blocks (BLOCK_N that does
 // not divide 128, or tiles that do not start on a block): each 8-column accumulator group lies in
-// one block, picked per group; with BLOCK_N 192 each
-// 64-column segment does (tiles start on multiples of 64), picked per segment, which keeps the
-// promotion and the rescale as cheap as in a tile of one block (per group they cost 25% at
-// 128 x 192, docs/perf.md).
+// one block, picked per group; with BLOCK_N 192 each 64-column segment does (tiles start on
+// multiples of 64), picked per segment, which keeps the promotion and the rescale as cheap as in a
+// tile of one block (per group they cost 25% at 128 x 192, docs/perf.md).
 // Epilogue. SPLIT_K == 1: each math warpgroup packs its 64 x BLOCK_N result to bf16 in its own
 // shared-memory staging area (rows padded by 16 or 32 bytes: no bank conflicts; tiles wider than 128 in
 // two column passes), then copies it out in 16-byte coalesced stores, rows >= M and columns >= N
