@@ -33,7 +33,7 @@ static _Thread_local tmap_slot tl_maps[TMAP_SLOTS];
 static _Thread_local unsigned tl_next;
 
 /* How far L2 rounds up a TMA load's fetch from memory (a compile-time choice, for measuring). On
- * the H100 (docs/perf.md, "Open: the k-block count"), 128 bytes or none instead of 256 changed
+ * the H100 (docs/perf.md, "The k-block count"), 128 bytes or none instead of 256 changed
  * neither the cost of odd k-block counts nor the Llama-3-8B set beyond the noise (three rounds:
  * 0.859x, 0.861x, 0.854x with 256; 0.863x, 0.863x, 0.855x with 128). */
 #ifndef AT_TMA_L2_PROMOTION
