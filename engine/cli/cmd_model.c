@@ -18,7 +18,8 @@ static const char *USAGE =
     "usage: autotune model [--db PATH] [--out DIR] [--device-name arch|product] [--tag TAG] [--min-share PCT]\n\n"
     "Fits the time model of every (device, op, tag) of a menu run's DB and writes\n"
     "DIR/<device>-GEMM-<TAG>-model.json: per config, five coefficients of its time against the\n"
-    "geometry of its launch. The runtime picks from it for an (N, K) with no file of its own.\n\n"
+    "geometry of its launch, and its residuals on the fit's shapes, which correct a prediction near\n"
+    "them. The runtime picks from it for an (N, K) with no file of its own.\n\n"
     "  --db PATH            the DB of a menu run (default $AUTOTUNE_DB, else tuned/autotune.db)\n"
     "  --out DIR            where the file goes (default configs)\n"
     "  --device-name KIND   arch: sm90 (default); product: NVIDIA_H100_80GB_HBM3\n"
@@ -93,7 +94,8 @@ int cmd_model(int argc, char **argv) {
       fprintf(stderr,
               "%s %s/%s: %d configs from %d results on %d shapes (%d measured on fewer than %lld%% of them, or "
               "without BLOCK_M and BLOCK_N, left out); "
-              "picking by the model costs %.3fx the best time measured (geomean), worst %.2fx at %lld x %lld x %lld\n",
+              "picking by the model as for an unseen (N, K) (no residual of its own) costs %.3fx the best time measured "
+              "(geomean), worst %.2fx at %lld x %lld x %lld\n",
               device, nks[i].op, nks[i].tag, tm.nconfigs, st.results, st.shapes, st.dropped, (long long)share, st.regret,
               st.worst_regret, (long long)st.worst_m, (long long)st.worst_n, (long long)st.worst_k);
       at_tm_free(&tm);

@@ -98,13 +98,58 @@ int at_tm_fit(const double (*x)[AT_TM_NF], const double *t, int rows, double coe
   return AT_OK;
 }
 
-double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count) {
+double at_tm_predict_raw(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count) {
   double f[AT_TM_NF];
   if (!sm_count) sm_count = tm->sm_count;
   if (at_tm_features(&tm->configs[i], m, n, k, sm_count, f)) return 0;
   double p = 0;
   for (int j = 0; j < AT_TM_NF; j++) p += tm->coef[i][j] * f[j];
   return p;
+}
+
+/* The fit shapes nearest (m, n, k) in (log M, log N, log K), at most AT_TM_NEAR of them, nearest
+ * first, into near; with skip_nk none of (n, k) itself. Returns how many. Of two shapes at the same
+ * distance the earlier in the fit's order comes first, so the answer does not depend on the
+ * platform's sort. */
+static int nearest(const at_time_model *tm, int64_t m, int64_t n, int64_t k, int skip_nk, int near[AT_TM_NEAR]) {
+  if (!tm->nfit || m < 1 || n < 1 || k < 1) return 0;
+  const double lm = log((double)m), ln = log((double)n), lk = log((double)k);
+  double d[AT_TM_NEAR];
+  int cnt = 0;
+  for (int s = 0; s < tm->nfit; s++) {
+    if (skip_nk && tm->fit[s][1] == n && tm->fit[s][2] == k) continue;
+    const double a = log((double)tm->fit[s][0]) - lm, b = log((double)tm->fit[s][1]) - ln,
+                 c = log((double)tm->fit[s][2]) - lk, x = a * a + b * b + c * c;
+    int j;
+    if (cnt < AT_TM_NEAR)
+      j = cnt++;
+    else if (x < d[AT_TM_NEAR - 1])
+      j = AT_TM_NEAR - 1;
+    else
+      continue;
+    for (; j > 0 && d[j - 1] > x; j--) d[j] = d[j - 1], near[j] = near[j - 1];
+    d[j] = x, near[j] = s;
+  }
+  return cnt;
+}
+
+/* Config i's prediction corrected by its mean residual on the shapes near[0, nn) where it was
+ * measured (none: uncorrected). */
+static double predict_near(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count,
+                           const int *near, int nn) {
+  double t = at_tm_predict_raw(tm, i, m, n, k, sm_count), sum = 0;
+  int cnt = 0;
+  for (int j = 0; j < nn; j++) {
+    const float r = tm->resid[(size_t)i * (size_t)tm->nfit + (size_t)near[j]];
+    if (!isnan(r)) sum += r, cnt++;
+  }
+  return t > 0 && cnt ? t * exp(sum / cnt) : t;
+}
+
+double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count) {
+  int near[AT_TM_NEAR];
+  const int nn = nearest(tm, m, n, k, 0, near);
+  return predict_near(tm, i, m, n, k, sm_count, near, nn);
 }
 
 /* At which M of the grid an answer composes the op's launch plan (at_op.plan_factor: the runtime's
@@ -118,9 +163,9 @@ double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64
  * tiles on N = 13312-16384 that ran 1.3-1.4x slower (session 10, run30); 768 was not measured. */
 enum { PLAN_M = 512 };
 
-double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
-                             int sm_count) {
-  double t = at_tm_predict(tm, i, m, n, k, sm_count);
+static double planned_near(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
+                           int sm_count, const int *near, int nn) {
+  double t = predict_near(tm, i, m, n, k, sm_count, near, nn);
   if (t > 0 && op && op->plan_factor && m == PLAN_M) {
     const char *names[AT_MAX_PARAMS];
     const at_params p = at_config_params(&tm->configs[i], names);
@@ -130,6 +175,13 @@ double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, in
     t *= op->plan_factor(tm->configs[i].family, &p, &s, sm_count ? sm_count : tm->sm_count, 0);
   }
   return t;
+}
+
+double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
+                             int sm_count) {
+  int near[AT_TM_NEAR];
+  const int nn = nearest(tm, m, n, k, 0, near);
+  return planned_near(tm, op, i, m, n, k, sm_count, near, nn);
 }
 
 static int64_t block_m(const at_config *c) {
@@ -152,16 +204,28 @@ static int fits_m(const at_config *c, int64_t m) { return block_m(c) <= (2 * m >
  * two shapes of the untuned sweeps where the model picked them there ran 1.05x and 1.20x
  * cuBLASLt's time, 0.96x and 1.02x with the pick without them; at M = 192 to 384 the same tiles
  * ran faster than the pick without them on 26 of 31 shapes, and stay there. */
-int at_tm_best(const at_time_model *tm, const at_op *op, int plan, int64_t m, int64_t n, int64_t k, int sm_count) {
+static int best_of(const at_time_model *tm, const at_op *op, int plan, int64_t m, int64_t n, int64_t k, int sm_count,
+                   int skip_nk) {
+  int near[AT_TM_NEAR];
+  const int nn = nearest(tm, m, n, k, skip_nk, near);
   int best = -1;
   double best_t = 0;
   for (int i = 0; i < tm->nconfigs; i++) {
     if (op && !fits_m(&tm->configs[i], m)) continue;
     if (plan && op && op->plan_factor && m == PLAN_M && block_m(&tm->configs[i]) == 192) continue;
-    double t = plan ? at_tm_predict_planned(tm, op, i, m, n, k, sm_count) : at_tm_predict(tm, i, m, n, k, sm_count);
+    double t = plan ? planned_near(tm, op, i, m, n, k, sm_count, near, nn)
+                    : predict_near(tm, i, m, n, k, sm_count, near, nn);
     if (t > 0 && (best < 0 || t < best_t)) best = i, best_t = t;
   }
   return best;
+}
+
+int at_tm_best(const at_time_model *tm, const at_op *op, int plan, int64_t m, int64_t n, int64_t k, int sm_count) {
+  return best_of(tm, op, plan, m, n, k, sm_count, 0);
+}
+
+int at_tm_best_unseen(const at_time_model *tm, int64_t m, int64_t n, int64_t k, int sm_count) {
+  return best_of(tm, NULL, 0, m, n, k, sm_count, 1);
 }
 
 double at_tm_predict_config(const at_time_model *tm, const at_config *c, int64_t m, int64_t n, int64_t k,
@@ -198,7 +262,7 @@ int at_tm_is_model_file(const char *f) {
 
 char *at_tm_to_json(const at_time_model *tm) {
   at_buf b = {0};
-  at_buf_puts(&b, "{\n  \"format\": \"autotune-model/2\",\n  \"op\": ");
+  at_buf_printf(&b, "{\n  \"format\": \"autotune-model/%d\",\n  \"op\": ", tm->nfit ? 3 : 2);
   at_buf_json_string(&b, tm->op);
   at_buf_puts(&b, ",\n  \"tag\": ");
   at_buf_json_string(&b, tm->tag);
@@ -210,7 +274,15 @@ char *at_tm_to_json(const at_time_model *tm) {
   at_buf_json_string(&b, tm->arch);
   at_buf_printf(&b, ",\n  \"sm_count\": %d,\n  \"fit_shapes\": %d,", tm->sm_count, tm->fit_shapes);
   at_buf_puts(&b, "\n  \"features\": [\"1\", \"waves * kblocks\", \"(M K + N K) / 1e6\", "
-                  "\"waves * kblocks * active / sm_count\", \"waves\"],\n  \"configs\": [");
+                  "\"waves * kblocks * active / sm_count\", \"waves\"],");
+  if (tm->nfit) {
+    at_buf_puts(&b, "\n  \"fit\": [");
+    for (int s = 0; s < tm->nfit; s++)
+      at_buf_printf(&b, "%s[%lld, %lld, %lld]", s == 0 ? "" : s % 8 ? ", " : ",\n          ", (long long)tm->fit[s][0],
+                    (long long)tm->fit[s][1], (long long)tm->fit[s][2]);
+    at_buf_puts(&b, "],");
+  }
+  at_buf_puts(&b, "\n  \"configs\": [");
   for (int i = 0; i < tm->nconfigs; i++) {
     const at_config *c = &tm->configs[i];
     at_buf_printf(&b, "%s\n    {\"variant\": ", i ? "," : "");
@@ -225,7 +297,22 @@ char *at_tm_to_json(const at_time_model *tm) {
     at_buf_printf(&b, ",\n     \"params\": %s,\n     \"coef\": [", params);
     free(params);
     for (int j = 0; j < AT_TM_NF; j++) at_buf_printf(&b, "%s%.9g", j ? ", " : "", tm->coef[i][j]);
-    at_buf_printf(&b, "], \"shapes\": %d, \"rel_rms\": %.4f}", tm->shapes[i], tm->rel_rms[i]);
+    at_buf_printf(&b, "], \"shapes\": %d, \"rel_rms\": %.4f", tm->shapes[i], tm->rel_rms[i]);
+    if (tm->nfit) {
+      at_buf_puts(&b, ",\n     \"resid\": [");
+      for (int s = 0; s < tm->nfit; s++) {
+        const float r = tm->resid[(size_t)i * (size_t)tm->nfit + (size_t)s];
+        if (s) at_buf_puts(&b, s % 16 ? ", " : ",\n               ");
+        if (isnan(r))
+          at_buf_puts(&b, "null");
+        else {
+          const double v = nearbyint((double)r * 1000) / 1000;
+          at_buf_printf(&b, "%.3f", v == 0 ? 0.0 : v); /* 0.000, never -0.000 */
+        }
+      }
+      at_buf_puts(&b, "]");
+    }
+    at_buf_puts(&b, "}");
   }
   at_buf_puts(&b, "\n  ]\n}\n");
   return at_buf_steal(&b);
@@ -236,11 +323,46 @@ void at_tm_free(at_time_model *tm) {
   free(tm->coef);
   free(tm->shapes);
   free(tm->rel_rms);
+  free(tm->fit);
+  free(tm->resid);
   memset(tm, 0, sizeof *tm);
 }
 
-/* nf: the coefficients a config has in this file's format (4 in format 1, AT_TM_NF in 2); the
- * features past them get 0. */
+/* Format 3: config i's residuals on the out->nfit fit shapes, numbers or null (not measured). */
+static int read_resid(const char *where, const at_json *c, int i, at_time_model *out) {
+  const at_json *r = at_json_get(c, "resid");
+  if (!r || r->kind != AT_J_ARRAY || r->n != (size_t)out->nfit)
+    return at_fail(AT_ERR_INPUT, "%s: \"resid\" must be an array of %d numbers or nulls (one per fit shape)", where,
+                   out->nfit);
+  for (int s = 0; s < out->nfit; s++) {
+    const at_json *x = r->items[s];
+    if (x->kind != AT_J_NULL && (x->kind != AT_J_NUMBER || !isfinite(x->number) || fabs(x->number) > 10))
+      return at_fail(AT_ERR_INPUT, "%s: \"resid\"[%d] must be a number from -10 to 10, or null", where, s);
+    out->resid[(size_t)i * (size_t)out->nfit + (size_t)s] = x->kind == AT_J_NULL ? NAN : (float)x->number;
+  }
+  return AT_OK;
+}
+
+/* Format 3: the fit's shapes, each [M, N, K] of positive integers. */
+static int read_fit(const char *name, const at_json *f, at_time_model *out) {
+  if (!f || f->kind != AT_J_ARRAY || f->n == 0 || f->n > AT_TM_MAX_FIT)
+    return at_fail(AT_ERR_INPUT, "%s: \"fit\" must be an array of 1 to %d shapes [M, N, K]", name, AT_TM_MAX_FIT);
+  out->nfit = (int)f->n;
+  out->fit = at_xcalloc(f->n, sizeof *out->fit);
+  for (size_t s = 0; s < f->n; s++) {
+    const at_json *x = f->items[s];
+    for (int d = 0; d < 3; d++) {
+      const at_json *v = x->kind == AT_J_ARRAY && x->n == 3 ? x->items[d] : NULL;
+      if (!v || v->kind != AT_J_NUMBER || !(v->number >= 1 && v->number <= 1e9) || v->number != floor(v->number))
+        return at_fail(AT_ERR_INPUT, "%s: \"fit\"[%zu] must be [M, N, K], three integers from 1", name, s);
+      out->fit[s][d] = (int64_t)v->number;
+    }
+  }
+  return AT_OK;
+}
+
+/* nf: the coefficients a config has in this file's format (4 in format 1, AT_TM_NF in 2 and 3); the
+ * features past them get 0. With out->nfit (format 3) each config has its residuals too. */
 static int read_configs(const char *name, const at_json *cs, int nf, at_time_model *out) {
   if (!cs || cs->kind != AT_J_ARRAY || cs->n == 0 || cs->n > AT_TM_MAX_CONFIGS)
     return at_fail(AT_ERR_INPUT, "%s: \"configs\" must be an array of 1 to %d configs", name, AT_TM_MAX_CONFIGS);
@@ -248,6 +370,7 @@ static int read_configs(const char *name, const at_json *cs, int nf, at_time_mod
   out->coef = at_xcalloc(cs->n, sizeof *out->coef);
   out->shapes = at_xcalloc(cs->n, sizeof *out->shapes);
   out->rel_rms = at_xcalloc(cs->n, sizeof *out->rel_rms);
+  if (out->nfit) out->resid = at_xcalloc(cs->n * (size_t)out->nfit, sizeof *out->resid);
   for (size_t i = 0; i < cs->n; i++) {
     char where[300];
     snprintf(where, sizeof where, "%s: configs[%zu]", name, i);
@@ -269,6 +392,7 @@ static int read_configs(const char *name, const at_json *cs, int nf, at_time_mod
     if (at_json_int(c, "shapes", &v) == 0) out->shapes[i] = (int)v;
     const at_json *rr = at_json_get(c, "rel_rms");
     if (rr && rr->kind == AT_J_NUMBER) out->rel_rms[i] = rr->number;
+    if (out->nfit) AT_TRY(read_resid(where, c, (int)i, out));
     for (size_t j = 0; j < i; j++)
       if (at_config_same(&out->configs[j], &out->configs[i]))
         return at_fail(AT_ERR_INPUT, "%s: the same config as configs[%zu]", where, j);
@@ -281,8 +405,13 @@ int at_tm_from_json(const char *name, const at_json *j, at_time_model *out) {
   memset(out, 0, sizeof *out);
   if (!j || j->kind != AT_J_OBJECT) return at_fail(AT_ERR_INPUT, "%s: not a JSON object", name);
   const char *format = at_json_str(j, "format");
-  const int nf = !format ? 0 : strcmp(format, "autotune-model/2") == 0 ? AT_TM_NF : strcmp(format, "autotune-model/1") == 0 ? 4 : 0;
-  if (!nf) return at_fail(AT_ERR_INPUT, "%s: \"format\" is not \"autotune-model/2\" (or 1)", name);
+  const int version = !format                                      ? 0
+                      : strcmp(format, "autotune-model/3") == 0 ? 3
+                      : strcmp(format, "autotune-model/2") == 0 ? 2
+                      : strcmp(format, "autotune-model/1") == 0 ? 1
+                                                                : 0;
+  if (!version) return at_fail(AT_ERR_INPUT, "%s: \"format\" is not \"autotune-model/3\" (or 2, 1)", name);
+  const int nf = version == 1 ? 4 : AT_TM_NF;
   AT_TRY(at_json_copy_str(name, j, "op", out->op, sizeof out->op, 1));
   AT_TRY(at_json_copy_str(name, j, "tag", out->tag, sizeof out->tag, 1));
   AT_TRY(at_json_copy_str(name, j, "device", out->device, sizeof out->device, 1));
@@ -293,7 +422,8 @@ int at_tm_from_json(const char *name, const at_json *j, at_time_model *out) {
     return at_fail(AT_ERR_INPUT, "%s: \"sm_count\" must be an integer from 1", name);
   out->sm_count = (int)v;
   if (at_json_int(j, "fit_shapes", &v) == 0) out->fit_shapes = (int)v;
-  int rc = read_configs(name, at_json_get(j, "configs"), nf, out);
+  int rc = version == 3 ? read_fit(name, at_json_get(j, "fit"), out) : AT_OK;
+  if (rc == AT_OK) rc = read_configs(name, at_json_get(j, "configs"), nf, out);
   if (rc) at_tm_free(out);
   return rc;
 }

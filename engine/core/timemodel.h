@@ -22,6 +22,20 @@
  * the fastest config instead of 1.024x, docs/perf.md); a format-1 file has four coefficients, read
  * with a fifth of 0.
  *
+ * Format 3 (session 20) adds what the five features miss near the shapes the fit has seen: each
+ * config's residual there, log(measured / predicted), and the fit's shapes. A prediction on
+ * (M, N, K) is multiplied by exp(mean of the config's residuals on the AT_TM_NEAR fit shapes
+ * nearest in (log M, log N, log K)), those where it was measured. Why: the five features leave
+ * errors of several percent that are shared by nearby shapes (a config's clusters or raster on a
+ * narrow N, the scales' k-block count), which is what picking among configs a few percent apart
+ * turns on. Measured on the H100 (docs/perf.md, "The time model's residuals near a shape"): fitted
+ * on the 425 shapes of the shipped job and llm.yaml, picking on 657 shapes of five unseen sets
+ * cost 1.019x the fastest of the 82 configs there (first-pass times of a menu run on them) and
+ * 1.015x with the residuals; through `compare`, the sets ran 0-0.3% faster and the shapes above
+ * 1.05x cuBLASLt's time went from 44 to 36 (above 1.10x: 5 both ways). The nearest 6: of 3, 4,
+ * 6, 8 and 12, cross-validated by (N, K) on those 1,082 shapes, 6 and 8 picked best. Files of
+ * format 1 and 2 have no residuals and predict as before.
+ *
  * Invariants: a model names each config once; every config has a family and a template (it was
  * launched to be measured); a config whose prediction is not positive on a shape is not picked
  * there. The answer for an (N, K) is a config set of per-M entries on a fixed grid of M (at most
@@ -35,7 +49,7 @@
 #include "json.h"
 #include "op.h"
 
-enum { AT_TM_NF = 5, AT_TM_MAX_CONFIGS = 512 };
+enum { AT_TM_NF = 5, AT_TM_MAX_CONFIGS = 512, AT_TM_NEAR = 6, AT_TM_MAX_FIT = 65536 };
 
 typedef struct at_time_model {
   char op[64], tag[64], device[128], device_name[128], arch[16];
@@ -46,6 +60,11 @@ typedef struct at_time_model {
   int *shapes;              /* how many shapes each config was fitted on */
   double *rel_rms;          /* its root-mean-square relative error on them */
   int fit_shapes;           /* shapes in the fit (a menu run measures every config on each) */
+  /* Format 3: the fit's shapes and each config's residuals on them (0 and NULL in formats 1, 2). */
+  int nfit;
+  int64_t (*fit)[3];        /* nfit (M, N, K), malloc'd */
+  float *resid;             /* nconfigs x nfit, config-major: log(measured / predicted), NAN where
+                             * the config was not measured on that shape; malloc'd */
 } at_time_model;
 
 /* The features of config c on (m, n, k) with sm_count SMs; -1 when c has no BLOCK_M or BLOCK_N. */
@@ -58,8 +77,12 @@ int at_tm_fit(const double (*x)[AT_TM_NF], const double *t, int rows, double coe
 
 /* Predicted time of config i on (m, n, k); <= 0 when the model has no answer. sm_count 0: the
  * model's own. As the tuner measured it: alone, without the runtime's tail (composed in by
- * at_tm_predict_planned, at M = 512 only: docs/perf.md, "The time model and the tail"). */
+ * at_tm_predict_planned, at M = 512 only: docs/perf.md, "The time model and the tail"). With
+ * residuals (format 3), corrected by those of the nearest fit shapes (above). */
 double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count);
+
+/* The features' prediction alone, without the residuals' correction (what the fit fits). */
+double at_tm_predict_raw(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count);
 
 /* The same with the op's launch plan composed in at the M of timemodel.c (512): at_op.plan_factor
  * for a tail of the last wave or by rows (untuned 0; a plan that runs the whole call as a tail config
@@ -77,6 +100,10 @@ double at_tm_predict_config(const at_time_model *tm, const at_config *c, int64_t
  * block_m_fits rule), and with plan the op's plan composed in (at_tm_predict_planned; 0 for a
  * runtime that launches without it). op NULL: the fit's own pick among every config, as measured. */
 int at_tm_best(const at_time_model *tm, const at_op *op, int plan, int64_t m, int64_t n, int64_t k, int sm_count);
+
+/* at_tm_best without op, as for an (N, K) the fit has not seen: the residuals of the fit shapes of
+ * (n, k) itself are left out of the correction. The fit's honest score of its own picks. */
+int at_tm_best_unseen(const at_time_model *tm, int64_t m, int64_t n, int64_t k, int sm_count);
 
 /* The answer for (n, k): per-M entries on the M grid (1 to 16384), the largest also `any`; op (may
  * be NULL) and plan as in at_tm_best. */

@@ -53,7 +53,8 @@ static void regret(const at_time_model *tm, const row *rows, size_t nrows, const
     const row *x = &rows[r];
     if (!any[x->shape]) {
       any[x->shape] = x;
-      pick[x->shape] = at_tm_best(tm, NULL, 0, x->m, x->n, x->k, sm_count); /* as measured: alone */
+      /* As measured (alone), and as for an (N, K) outside the fit: no residual of its own. */
+      pick[x->shape] = at_tm_best_unseen(tm, x->m, x->n, x->k, sm_count);
     }
     if (best[x->shape] == 0 || x->t < best[x->shape]) best[x->shape] = x->t;
     if (pick[x->shape] >= 0 && cand_of[pick[x->shape]] == x->cand) picked[x->shape] = x->t;
@@ -92,6 +93,13 @@ int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const
   snprintf(out->arch, sizeof out->arch, "%s", dev->arch);
   out->sm_count = sm_count;
   out->fit_shapes = nshapes;
+  /* The fit's shapes, for the residuals (timemodel.h, format 3). */
+  if (nshapes <= AT_TM_MAX_FIT) {
+    out->nfit = nshapes;
+    out->fit = at_xcalloc(nshapes ? (size_t)nshapes : 1, sizeof *out->fit);
+    for (size_t r = 0; r < nrows; r++)
+      out->fit[rows[r].shape][0] = rows[r].m, out->fit[rows[r].shape][1] = rows[r].n, out->fit[rows[r].shape][2] = rows[r].k;
+  }
   size_t cap = 0;
   int64_t *cand_of = NULL;
   double(*x)[AT_TM_NF] = at_xcalloc(nrows ? nrows : 1, sizeof *x);
@@ -120,6 +128,7 @@ int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const
       out->coef = at_xrealloc(out->coef, sizeof *out->coef * cap);
       out->shapes = at_xrealloc(out->shapes, sizeof *out->shapes * cap);
       out->rel_rms = at_xrealloc(out->rel_rms, sizeof *out->rel_rms * cap);
+      if (out->nfit) out->resid = at_xrealloc(out->resid, sizeof *out->resid * cap * (size_t)out->nfit);
       cand_of = at_xrealloc(cand_of, sizeof *cand_of * cap);
     }
     int i = out->nconfigs++;
@@ -127,6 +136,17 @@ int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const
     memcpy(out->coef[i], coef, sizeof coef);
     out->shapes[i] = n;
     out->rel_rms[i] = rms;
+    if (out->nfit) {
+      /* Its residuals: log(measured / predicted) where measured, NAN elsewhere. */
+      float *res = out->resid + (size_t)i * (size_t)out->nfit;
+      for (int sh = 0; sh < out->nfit; sh++) res[sh] = NAN;
+      for (size_t r = a; r < b; r++) {
+        double f[AT_TM_NF], pr = 0;
+        if (at_tm_features(&c, rows[r].m, rows[r].n, rows[r].k, sm_count, f)) continue;
+        for (int j = 0; j < AT_TM_NF; j++) pr += coef[j] * f[j];
+        if (pr > 0) res[rows[r].shape] = (float)log(rows[r].t / pr);
+      }
+    }
     cand_of[i] = rows[a].cand;
     st->results += n;
   }

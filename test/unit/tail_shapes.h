@@ -5,10 +5,10 @@
  * test_stress runs, in this order, the first shapes whose plans give each kind; test_export checks
  * that `autotune query` reports those plans and that the list still holds every kind. Which shapes
  * split depends on the configs and the lookup: a retune that splits none of them needs new shapes
- * here. With the committed configs (session 13's time model, answering at every 64 rows and
- * between a tuned file's entries since session 17) and lookup.c's MODEL_ABOVE_GAIN of 1.10 they
- * cover H100 SXM (132 SMs: waves from the 6th, 11th and 15th shapes, padding from the 8th, by rows
- * from the 12th, whole from the 14th) and PCIe (114: waves from the first, 8th and 10th, padding
+ * here. With the committed configs (the time model of format 3 since session 20, answering at
+ * every 64 rows and between a tuned file's entries) and lookup.c's MODEL_ABOVE_GAIN of 1.10 they
+ * cover H100 SXM (132 SMs: waves from the 8th, 15th and 17th shapes, padding from the 16th, by rows
+ * from the 12th, whole from the 14th) and PCIe (114: waves from the first, 10th and 18th, padding
  * from the 9th, by rows from the 13th, whole from the 14th); `autotune query -M m -N n -K k
  * --sm-count 114` prints a shape's plan on any machine. */
 #ifndef AT_TEST_TAIL_SHAPES_H
@@ -20,7 +20,8 @@ static const int64_t TAIL_SHAPES[][3] = {{1000, 6144, 4096}, {640, 6144, 4096}, 
                                          {700, 7168, 2048},  {520, 1600, 4096},   {8192, 640, 4096},
                                          {520, 1344, 4096},  {12288, 1344, 2048}, {12288, 1856, 4096},
                                          {500, 6144, 4096},  {8192, 640, 7168},   {6000, 1792, 12288},
-                                         {3000, 6144, 4096}, {2100, 384, 4096},   {2200, 4096, 1024}};
+                                         {3000, 6144, 4096}, {2100, 384, 4096},   {2200, 4096, 1024},
+                                         {12288, 1344, 4096}, {2100, 1856, 4096}, {2100, 7168, 2048}};
 enum { TAIL_SHAPES_LEN = sizeof TAIL_SHAPES / sizeof TAIL_SHAPES[0] };
 
 #endif

@@ -256,7 +256,7 @@ static void json_roundtrip(void) {
   CHECK_EQ_INT(parse_model(buf, &back), AT_OK);
   CHECK(back.nconfigs == 1 && back.coef[0][4] == 5);
   at_tm_free(&back);
-  refused("{\"format\": \"autotune-configs/1\"}", "\"format\" is not \"autotune-model/2\"");
+  refused("{\"format\": \"autotune-configs/1\"}", "\"format\" is not \"autotune-model/3\"");
   snprintf(buf, sizeof buf, "%s]}", head);
   refused(buf, "\"configs\" must be an array of 1 to");
   refused("{\"format\": \"autotune-model/1\", \"op\": \"x\", \"tag\": \"SYN\", \"device\": \"sm90\", \"configs\": []}",
@@ -268,6 +268,96 @@ static void json_roundtrip(void) {
   refused(buf, "params need BLOCK_M and BLOCK_N");
   free(text);
   at_tm_free(&tm);
+}
+
+/* Format 3: the residuals of the fit shapes nearest a shape correct each config's prediction. Two
+ * configs, three fit shapes. At M = 16, N = K = 1024 the features say 10 us (16 x 64) against
+ * 14 (128 x 128); config 0 ran twice as slow as predicted on the two fit shapes of (1024, 1024) and
+ * config 1 as predicted, so the corrected pick is config 1 (20 against 14). A shape whose nearest
+ * fit shapes have no residual of config 0 (null) keeps its plain prediction. */
+static void residuals(void) {
+  at_time_model tm = two_configs();
+  tm.nfit = 3;
+  tm.fit = calloc(3, sizeof *tm.fit);
+  tm.resid = calloc(2 * 3, sizeof *tm.resid);
+  const int64_t fit[3][3] = {{16, 1024, 1024}, {64, 1024, 1024}, {8192, 28672, 4096}};
+  memcpy(tm.fit, fit, sizeof fit);
+  const float l2 = (float)log(2.0);
+  const float res[2][3] = {{l2, l2, NAN}, {0, 0, (float)log(0.5)}};
+  memcpy(tm.resid, res, sizeof res);
+  CHECK(fabs(at_tm_predict_raw(&tm, 0, 16, 1024, 1024, 0) - 10) < 1e-12);
+  /* Six nearest: all three shapes; config 0's mean of its two residuals: log 2. */
+  CHECK(fabs(at_tm_predict(&tm, 0, 16, 1024, 1024, 0) - 20) < 1e-5);
+  /* config 1: (0 + 0 + log 0.5) / 3. */
+  CHECK(fabs(at_tm_predict(&tm, 1, 16, 1024, 1024, 0) - 14 * pow(0.5, 1.0 / 3)) < 1e-5);
+  CHECK_EQ_INT(at_tm_best(&tm, NULL, 0, 16, 1024, 1024, 0), 1);
+  /* As for an unseen (N, K): the residuals of (1024, 1024) left out, config 0 has none left (its
+   * third is null): 10 against 14 x 0.5, config 1 again. */
+  CHECK_EQ_INT(at_tm_best_unseen(&tm, 16, 1024, 1024, 0), 1);
+  tm.resid[5] = 0; /* config 1's on the third shape (config-major: 1 x 3 + 2) */
+  CHECK_EQ_INT(at_tm_best_unseen(&tm, 16, 1024, 1024, 0), 0); /* 10 against 14 */
+  tm.resid[5] = (float)log(0.5);
+  /* More fit shapes than AT_TM_NEAR: only the nearest count. Nine far shapes (M = 8192, N = 28672)
+   * with config 0 at 1/4 of its prediction do not reach M = 16, N = 1024 while six nearer ones
+   * do: (16 or 64, 1024, 1024) three times each. */
+  at_tm_free(&tm);
+  tm = two_configs();
+  tm.nfit = 15;
+  tm.fit = calloc(15, sizeof *tm.fit);
+  tm.resid = calloc(2 * 15, sizeof *tm.resid);
+  for (int i = 0; i < 15; i++) {
+    const int64_t row[3] = {i < 6 ? (i % 2 ? 64 : 16) : 8192, i < 6 ? 1024 : 28672, i < 6 ? 1024 : 4096};
+    memcpy(tm.fit[i], row, sizeof row);
+    tm.resid[i] = i < 6 ? 0 : (float)log(0.25);
+    tm.resid[15 + i] = 0;
+  }
+  CHECK(fabs(at_tm_predict(&tm, 0, 16, 1024, 1024, 0) - 10) < 1e-9);
+  CHECK(fabs(at_tm_predict(&tm, 0, 8192, 28672, 4096, 0) - 0.25 * at_tm_predict_raw(&tm, 0, 8192, 28672, 4096, 0)) <
+        1e-6 * at_tm_predict_raw(&tm, 0, 8192, 28672, 4096, 0));
+  /* Written and read back: format 3, the fit's shapes and every residual (to 3 decimals), nulls kept. */
+  tm.resid[3] = NAN;
+  char *text = at_tm_to_json(&tm);
+  CHECK_CONTAINS(text, "\"format\": \"autotune-model/3\"");
+  at_time_model back;
+  CHECK_EQ_INT(parse_model(text, &back), AT_OK);
+  CHECK_EQ_INT(back.nfit, 15);
+  for (int i = 0; i < 15 && back.nfit == 15; i++) {
+    CHECK(back.fit[i][0] == tm.fit[i][0] && back.fit[i][1] == tm.fit[i][1] && back.fit[i][2] == tm.fit[i][2]);
+    for (int c = 0; c < 2; c++) {
+      const float a = tm.resid[c * 15 + i], b = back.resid[c * 15 + i];
+      CHECK(isnan(a) ? isnan(b) : fabs(a - b) <= 5e-4);
+    }
+  }
+  at_tm_free(&back);
+  free(text);
+  at_tm_free(&tm);
+  /* Malformed format-3 files: each refused naming what is wrong. */
+  char one[1024], buf[4096];
+  snprintf(one, sizeof one,
+           "{\"variant\": \"mma\", \"family\": \"mma\", \"template\": \"gemm_a8w8_blockscale_mma.cuh\", "
+           "\"entry\": \"%s\", \"params\": {\"BLOCK_M\": 16, \"BLOCK_N\": 64}, \"coef\": [1, 2, 3, 4, 5]",
+           ENTRY);
+  const char *head = "{\"format\": \"autotune-model/3\", \"op\": \"gemm_a8w8_blockscale\", \"tag\": \"SYN\", "
+                     "\"device\": \"sm90\", \"sm_count\": 132, ";
+  static const struct {
+    const char *fit, *resid, *what; /* the file's "fit" member and a config's "resid" member */
+  } BAD[] = {
+      {"", ", \"resid\": [0]", "\"fit\" must be an array of 1 to"},
+      {"\"fit\": [[16, 1024]], ", ", \"resid\": [0]", "\"fit\"[0] must be [M, N, K]"},
+      {"\"fit\": [[16, 1024, 0.5]], ", ", \"resid\": [0]", "\"fit\"[0] must be [M, N, K]"},
+      {"\"fit\": [[16, 1024, 1024]], ", "", "\"resid\" must be an array of 1 numbers or nulls"},
+      {"\"fit\": [[16, 1024, 1024]], ", ", \"resid\": [0, 0]", "\"resid\" must be an array of 1 numbers or nulls"},
+      {"\"fit\": [[16, 1024, 1024]], ", ", \"resid\": [\"x\"]", "\"resid\"[0] must be a number from -10 to 10, or null"},
+      {"\"fit\": [[16, 1024, 1024]], ", ", \"resid\": [11]", "\"resid\"[0] must be a number from -10 to 10, or null"},
+  };
+  for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+    snprintf(buf, sizeof buf, "%s%s\"configs\": [%s%s}]}", head, BAD[i].fit, one, BAD[i].resid);
+    refused(buf, BAD[i].what);
+  }
+  snprintf(buf, sizeof buf, "%s\"fit\": [[16, 1024, 1024]], \"configs\": [%s, \"resid\": [null]}]}", head, one);
+  CHECK_EQ_INT(parse_model(buf, &back), AT_OK);
+  CHECK(back.nfit == 1 && isnan(back.resid[0]));
+  at_tm_free(&back);
 }
 
 static int g_warnings;
@@ -688,6 +778,7 @@ int main(int argc, char **argv) {
   answer_picks();
   answer_with_plan();
   json_roundtrip();
+  residuals();
   lookup_order();
   model_above();
   tuned_above();
