@@ -328,6 +328,19 @@ void at_tm_free(at_time_model *tm) {
   memset(tm, 0, sizeof *tm);
 }
 
+static void *dup_bytes(const void *p, size_t n) { return p && n ? memcpy(at_xmalloc(n), p, n) : NULL; }
+
+void at_tm_copy(at_time_model *dst, const at_time_model *src) {
+  const size_t nc = (size_t)src->nconfigs, nf = (size_t)src->nfit;
+  *dst = *src;
+  dst->configs = dup_bytes(src->configs, nc * sizeof *src->configs);
+  dst->coef = dup_bytes(src->coef, nc * sizeof *src->coef);
+  dst->shapes = dup_bytes(src->shapes, nc * sizeof *src->shapes);
+  dst->rel_rms = dup_bytes(src->rel_rms, nc * sizeof *src->rel_rms);
+  dst->fit = dup_bytes(src->fit, nf * sizeof *src->fit);
+  dst->resid = src->resid ? dup_bytes(src->resid, nc * nf * sizeof *src->resid) : NULL;
+}
+
 /* Format 3: config i's residuals on the out->nfit fit shapes, numbers or null (not measured). */
 static int read_resid(const char *where, const at_json *c, int i, at_time_model *out) {
   const at_json *r = at_json_get(c, "resid");

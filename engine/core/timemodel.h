@@ -114,6 +114,7 @@ char *at_tm_to_json(const at_time_model *tm); /* malloc'd, ends with a newline *
 /* Reads and validates a model file's content; AT_ERR_INPUT naming what is wrong. */
 int at_tm_from_json(const char *name, const at_json *j, at_time_model *out);
 void at_tm_free(at_time_model *tm);
+void at_tm_copy(at_time_model *dst, const at_time_model *src); /* a deep copy; free both */
 
 /* Is a configs-directory file name a model file ("...-model.json")? */
 int at_tm_is_model_file(const char *file_name);
