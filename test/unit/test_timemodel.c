@@ -740,6 +740,9 @@ static void fit_from_db(void) {
     for (int k = 0; k < AT_TM_NF; k++) CHECK(fabs(got.coef[i][k] - tm.coef[c][k]) <= 1e-4 * (1 + fabs(tm.coef[c][k])));
     CHECK_EQ_INT(got.shapes[i], 40);
   }
+  /* Format 3: the 40 shapes, and every residual near 0 (the times are the model's own). */
+  CHECK_EQ_INT(got.nfit, 40);
+  for (int i = 0; i < got.nconfigs * got.nfit; i++) CHECK(!isnan(got.resid[i]) && fabs(got.resid[i]) <= 1e-3);
   at_tm_free(&got);
   at_json_free(j);
   char *text = NULL;
@@ -753,6 +756,12 @@ static void fit_from_db(void) {
   CHECK_EQ_INT(at_json_load(p, &j), AT_OK);
   CHECK_EQ_INT(at_tm_from_json(p, j, &got), AT_OK);
   CHECK_EQ_INT(got.nconfigs, 3);
+  /* The third was measured on every other shape: null residuals on the 20 others, none elsewhere. */
+  for (int i = 0; i < got.nconfigs; i++) {
+    int nulls = 0;
+    for (int f = 0; f < got.nfit; f++) nulls += isnan(got.resid[i * got.nfit + f]);
+    CHECK_EQ_INT(nulls, block_m_of(&got.configs[i]) == 64 ? 20 : 0);
+  }
   at_tm_free(&got);
   at_json_free(j);
   /* Bad arguments: exit 2. */
