@@ -199,7 +199,7 @@ static struct tm_cached {
   size_t len;
   at_time_model tm;
 } g_tm_cache[TM_CACHE];
-static int g_tm_next;
+static unsigned g_tm_next;
 static pthread_mutex_t g_tm_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* The model file at path, parsed into *out (the caller frees it); as at_json_load and
@@ -227,7 +227,7 @@ static int load_model(const char *path, at_time_model *out) {
   int slot = -1;
   for (int i = 0; i < TM_CACHE && slot < 0; i++)
     if (g_tm_cache[i].path && strcmp(g_tm_cache[i].path, path) == 0) slot = i; /* the same file, rewritten */
-  if (slot < 0) slot = g_tm_next++ % TM_CACHE;
+  if (slot < 0) slot = (int)(g_tm_next++ % TM_CACHE);
   struct tm_cached *c = &g_tm_cache[slot];
   free(c->path), free(c->text), at_tm_free(&c->tm);
   c->path = at_xstrdup(path), c->text = text, c->len = len;

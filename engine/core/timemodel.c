@@ -303,7 +303,7 @@ char *at_tm_to_json(const at_time_model *tm) {
       for (int s = 0; s < tm->nfit; s++) {
         const float r = tm->resid[(size_t)i * (size_t)tm->nfit + (size_t)s];
         if (s) at_buf_puts(&b, s % 16 ? ", " : ",\n               ");
-        if (isnan(r))
+        if (!isfinite(r))
           at_buf_puts(&b, "null");
         else {
           const double v = nearbyint((double)r * 1000) / 1000;

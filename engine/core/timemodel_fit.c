@@ -137,14 +137,17 @@ int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const
     out->shapes[i] = n;
     out->rel_rms[i] = rms;
     if (out->nfit) {
-      /* Its residuals: log(measured / predicted) where measured, NAN elsewhere. */
+      /* Its residuals: log(measured / predicted) where measured, NAN elsewhere and where the
+       * prediction is off by more than e^10 (a reader refuses such a residual: a fit that bad says
+       * nothing about its neighbours). */
       float *res = out->resid + (size_t)i * (size_t)out->nfit;
       for (int sh = 0; sh < out->nfit; sh++) res[sh] = NAN;
       for (size_t r = a; r < b; r++) {
         double f[AT_TM_NF], pr = 0;
         if (at_tm_features(&c, rows[r].m, rows[r].n, rows[r].k, sm_count, f)) continue;
         for (int j = 0; j < AT_TM_NF; j++) pr += coef[j] * f[j];
-        if (pr > 0) res[rows[r].shape] = (float)log(rows[r].t / pr);
+        const double lr = pr > 0 ? log(rows[r].t / pr) : NAN;
+        if (isfinite(lr) && fabs(lr) <= 10) res[rows[r].shape] = (float)lr;
       }
     }
     cand_of[i] = rows[a].cand;
