@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """compare_table.py FILE.json...: the Markdown tables of docs/perf.md from `autotune compare --json`
 output (docs/formats.md): per shape, both providers' times, TFLOP/s, the ratio and the config the
-runtime chose; then the geometric means."""
+runtime chose (and cuBLASLt's tile, cluster and split where the file names its algorithm); then the
+geometric means."""
 import json
+import re
 import sys
 
 
@@ -17,12 +19,22 @@ def short(params):
                                                                    (k != "CLUSTER_K" and p.get(k, 0) == 1)])
 
 
+def vendor(kernel):
+    """cuBLASLt's tile, cluster and split K from its `kernel` entry, in the op's N x M order."""
+    m = re.search(r"tile (\S+) \(N x M\), stages \S+, split K (\d+)[^,]*, cluster (\S+),", kernel or "")
+    if not m:
+        return "-"
+    return f"{m.group(1)} C{m.group(3)}" + (f" SK{m.group(2)}" if m.group(2) != "1" else "")
+
+
 for path in sys.argv[1:]:
     d = json.load(open(path))
     print(f"`{d['space']}` on {d['device']} ({d['arch']}), peaks measured {d['peak_tflops']:.0f} TFLOP/s, "
           f"{d['peak_gbs']:.0f} GB/s\n")
-    print("| M | N | K | autotune us | TFLOP/s | cuBLASLt us | TFLOP/s | time ratio | runtime's config (source, bucket) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    algo = any("(algo " in ((s.get("cublaslt") or {}).get("kernel") or "") for s in d["shapes"])
+    print("| M | N | K | autotune us | TFLOP/s | cuBLASLt us | TFLOP/s | time ratio | runtime's config (source, bucket) |"
+          + (" cuBLASLt's tile, cluster (N x M) |" if algo else ""))
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|" + ("---|" if algo else ""))
     worst = 0.0
     for s in d["shapes"]:
         a, c = s.get("autotune") or {}, s.get("cublaslt") or {}
@@ -34,7 +46,8 @@ for path in sys.argv[1:]:
             tile = a["kernel"].split(" + tail ")[1].split("] ")[-1]
             cfg += (" instead: tail " if "(whole call" in a["kernel"] else " + tail ") + tile
         print(f"| {s['m']} | {s['n']} | {s['k']} | {a.get('time_us', 0):.2f} | {a.get('tflops', 0):.0f} | "
-              f"{c.get('time_us', 0):.2f} | {c.get('tflops', 0):.0f} | {ratio:.2f}x | {cfg} |")
+              f"{c.get('time_us', 0):.2f} | {c.get('tflops', 0):.0f} | {ratio:.2f}x | {cfg} |"
+              + (f" {vendor(c.get('kernel'))} |" if algo else ""))
     g = d["geomean"]
     print(f"\nGeometric mean of the time ratio autotune / cuBLASLt: **{g['all']['ratio']:.3f}x** over "
           f"{g['all']['shapes']} shapes; {g['m_le_128']['ratio']:.3f}x at M <= 128 ({g['m_le_128']['shapes']}); "

@@ -30,6 +30,7 @@
   X(LtMatmulPreferenceDestroy, cublasLtMatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy")                     \
   X(LtMatmulPreferenceSetAttribute, cublasLtMatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute")      \
   X(LtMatmulAlgoGetHeuristic, cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic")                        \
+  X(LtMatmulAlgoConfigGetAttribute, cublasLtMatmulAlgoConfigGetAttribute, "cublasLtMatmulAlgoConfigGetAttribute")      \
   X(LtMatmul, cublasLtMatmul, "cublasLtMatmul")
 
 typedef struct at_blas_api {

@@ -348,6 +348,14 @@ static void serve_compare(cmp_worker *w, const at_compare_req *q, at_compare_rep
       else if (!available)
         snprintf(r->status, sizeof r->status, "none"); /* the note is in r->message */
       else {
+        if (w->gop->vendor_describe) {
+          char algo[200] = "";
+          w->gop->vendor_describe(w->state, algo, sizeof algo);
+          if (algo[0]) {
+            size_t n = strlen(r->kernel);
+            snprintf(r->kernel + n, sizeof r->kernel - n, " (%s)", algo);
+          }
+        }
         step(w, AT_CMP_CUBLASLT, "check");
         check_provider(w, AT_CMP_CUBLASLT, &bound, r);
       }

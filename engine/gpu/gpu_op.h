@@ -43,6 +43,10 @@ typedef struct at_gpu_op {
    * a candidate. */
   int (*vendor_prepare)(void *state, int *available, char *name, size_t name_len, char *note, size_t note_len);
   at_enqueue_fn vendor_enqueue;
+  /* After vendor_prepare made it available: which of its algorithms the vendor library picked for
+   * the shape (tile, stages, split, cluster), for `compare` to print; "" when it cannot say. NULL
+   * for an op whose vendor kernel has no such choice. */
+  void (*vendor_describe)(void *state, char *buf, size_t len);
   /* The vendor's kernel prepared, checked against the reference and timed; r->samples = 0 with a
    * note when it is not available or fails the check. *check_ratio: its worst error / bound (-1
    * when it was not checked). */

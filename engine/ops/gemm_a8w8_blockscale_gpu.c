@@ -8,6 +8,7 @@
 #include "../core/util.h"
 #include "../gpu/blas.h"
 #include "../gpu/check.h"
+#include "../gpu/lt_names.h"
 #include "gemm_a8w8_blockscale_kparams.h"
 #include "../gpu/gpu_op.h"
 
@@ -287,6 +288,54 @@ static int vendor_prepare(void *p, int *available, char *name, size_t name_len, 
   return AT_OK;
 }
 
+/* Names one of cublasLt.h's enum values, or prints its number (a value newer than lt_names.h). */
+static const char *lt_name(const char *const *names, size_t n, unsigned v, char *num, size_t len) {
+  if (v < n && names[v][0]) return names[v];
+  snprintf(num, len, "#%u", v);
+  return num;
+}
+
+/* How cuBLASLt reduces the partials of a split K. */
+static const char *lt_reduction(int32_t splitk, uint32_t scheme) {
+  if (splitk <= 1) return "";
+  switch (scheme) {
+  case CUBLASLT_REDUCTION_SCHEME_INPLACE: return " reduced in place";
+  case CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: return " reduced in a compute-type workspace";
+  case CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE: return " reduced in an output-type workspace";
+  default: return "";
+  }
+}
+
+/* The algorithm cuBLASLt's heuristic picked (lt_prepare). Its matrix A is our B, so its tile is
+ * BLOCK_N x BLOCK_M in this op's terms, and its cluster's first extent runs along N. */
+static void vendor_describe(void *p, char *buf, size_t len) {
+  state *st = p;
+  buf[0] = 0;
+  if (st->lt_ready != 1 || !g_api->LtMatmulAlgoConfigGetAttribute) return;
+  int32_t id = -1, splitk = 1;
+  uint32_t tile = 0, stages = 0, swizzle = 0, scheme = 0;
+  uint16_t cluster = 0;
+  size_t w;
+  const cublasLtMatmulAlgo_t *a = &st->algo;
+  if (g_api->LtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w) ||
+      g_api->LtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w) ||
+      g_api->LtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w) ||
+      g_api->LtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme, &w) ||
+      g_api->LtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swizzle, sizeof swizzle, &w) ||
+      g_api->LtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w))
+    return;
+  /* The cluster shape is newer than the other attributes; a library without it leaves it auto. */
+  if (g_api->LtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, &w))
+    cluster = 0;
+  char t[16], s[16], c[16];
+  snprintf(buf, len, "algo %d, tile %s (N x M), stages %s, split K %d%s, cluster %s, swizzle %u", (int)id,
+           lt_name(at_lt_tile_names, AT_ARRAY_LEN(at_lt_tile_names), tile, t, sizeof t),
+           lt_name(at_lt_stage_names, AT_ARRAY_LEN(at_lt_stage_names), stages, s, sizeof s), (int)splitk,
+           lt_reduction(splitk, scheme),
+           cluster ? lt_name(at_lt_cluster_names, AT_ARRAY_LEN(at_lt_cluster_names), cluster, c, sizeof c) : "auto",
+           (unsigned)swizzle);
+}
+
 static int time_vendor(void *p, const at_bench_cfg *cfg, const at_check_bound *bound, at_bench_result *r,
                        double *check_ratio, char *name, size_t name_len, char *note, size_t note_len) {
   state *st = p;
@@ -325,5 +374,6 @@ const at_gpu_op at_gpu_op_gemm_a8w8_blockscale = {
     .time_reference = time_reference,
     .vendor_prepare = vendor_prepare,
     .vendor_enqueue = enqueue_vendor,
+    .vendor_describe = vendor_describe,
     .time_vendor = time_vendor,
 };

@@ -93,7 +93,10 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(j, "\"m_ge_2048\": {\"ratio\": null, \"shapes\": 0}");
   CHECK_CONTAINS(j, "\"all\": {\"ratio\": ");
   CHECK_CONTAINS(j, "\"missing\": []");
-  CHECK_CONTAINS(j, "\"kernel\": \"cublaslt_blockscale_fp8\"");
+  /* cuBLASLt's entry, then the algorithm its heuristic picked, once per shape. */
+  CHECK_EQ_INT(count_of(j, "\"kernel\": \"cublaslt_blockscale_fp8 (algo "), 3);
+  CHECK_EQ_INT(count_of(j, ", tile "), 3);
+  CHECK_EQ_INT(count_of(j, ", split K "), 3);
   CHECK_CONTAINS(j, "\"format\": \"autotune-results/1\"");
   free(out), free(j);
 
