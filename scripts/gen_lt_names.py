@@ -8,9 +8,8 @@ The enums only grow between CUDA releases; a value past a table prints as its nu
 import re
 import sys
 
-ENUMS = [("TILE", "CUBLASLT_MATMUL_TILE_", "at_lt_tile_names"),
-         ("STAGES", "CUBLASLT_MATMUL_STAGES_", "at_lt_stage_names"),
-         ("CLUSTER", "CUBLASLT_CLUSTER_SHAPE_", "at_lt_cluster_names")]
+ENUMS = [("CUBLASLT_MATMUL_TILE_", "at_lt_tile_names"), ("CUBLASLT_MATMUL_STAGES_", "at_lt_stage_names"),
+         ("CUBLASLT_CLUSTER_SHAPE_", "at_lt_cluster_names")]
 
 
 def main():
@@ -20,7 +19,7 @@ def main():
     print(" * as its number. */")
     print("#ifndef AT_GPU_LT_NAMES_H")
     print("#define AT_GPU_LT_NAMES_H")
-    for _, prefix, name in ENUMS:
+    for prefix, name in ENUMS:
         vals = {}
         for m in re.finditer(r"\b" + prefix + r"(\w+)\s*=\s*(\d+)", text):
             if m.group(1) in ("END", "UNDEFINED", "AUTO"):
