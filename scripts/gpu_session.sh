@@ -7,7 +7,8 @@
 #   export   configs from /tmp/tuned.db into configs/, plus $OUT/configs.tar and the perf table
 #   example  the runtime example on several shapes (check against cuBLAS, host time per launch)
 #   verify   the runtime example on all 40 shapes of the shipped job (an independent check)
-#   bench    the lookup benchmark and the mma.sync FP8 ceiling (bench/mma_peak.cu)
+#   bench    the lookup benchmark, the mma.sync FP8 ceiling (bench/mma_peak.cu) and the wgmma rate by
+#            tile width (bench/wgmma_peak.cu)
 #   stress_old  the runtime stress test (test/gpu/test_stress.c) built against commit a683f65,
 #            which must fail there (the split-K workspace bug it was written for)
 #   sass     the SASS of an sm90 candidate: the hot loop must issue QGMMA (warpgroup FP8 MMA)
@@ -141,7 +142,9 @@ for r in d.execute('''SELECT p.m, p.n, p.k, c.name_expr, r.status, round(coalesc
   bench)
     $B/bench/bench_lookup configs sm90 2>&1 | tee -a "$OUT/session.log"
     nvcc -O3 -gencode=arch=compute_90a,code=sm_90a bench/mma_peak.cu -o /tmp/mma_peak && /tmp/mma_peak 2>&1 |
-      tee -a "$OUT/session.log" ;;
+      tee -a "$OUT/session.log"
+    nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Itemplates bench/wgmma_peak.cu -o /tmp/wgmma_peak &&
+      /tmp/wgmma_peak 2>&1 | tee -a "$OUT/session.log" ;;
   esac
 done
 exit $rc

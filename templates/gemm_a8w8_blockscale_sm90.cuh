@@ -65,7 +65,10 @@
 // not divide 128, or tiles that do not start on a block): each 8-column accumulator group lies in
 // one block, picked per group; with BLOCK_N 192 each 64-column segment does (tiles start on
 // multiples of 64), picked per segment, which keeps the promotion and the rescale as cheap as in a
-// tile of one block (per group they cost 25% at 128 x 192, docs/perf.md).
+// tile of one block (per group they cost 25% at 128 x 192, docs/perf.md). Tiles that touch at most
+// two blocks (BLOCK_N 48, 80, 96, 112, 144, 160: TWO_BLOCKS) branch once per promotion to a copy
+// of it for the tile's first group in the second block, every group's block then known at compile
+// time (H100: 7-12% faster calls with 96-wide tiles, docs/perf.md, "Two weight-scale blocks").
 // Epilogue. SPLIT_K == 1: each math warpgroup packs its 64 x BLOCK_N result to bf16 in its own
 // shared-memory staging area (rows padded by 16 or 32 bytes: no bank conflicts; tiles wider than 128 in
 // two column passes), then copies it out in 16-byte coalesced stores, rows >= M and columns >= N
@@ -253,6 +256,39 @@ struct kscales {
   float a[NA], b[3];
 };
 
+// Promotion or rescale of a slice whose 8-column groups from GB on lie in the second of two
+// weight-scale blocks (TWO_BLOCKS in the kernel): d = src x (row factor x block factor), plus d when
+// add. sRB: row r's (0: lrow, 1: lrow + 8) factor times block B's.
+template <int GB, int NACC>
+__device__ __forceinline__ void scale_two(float (&d)[NACC], const float (&src)[NACC], bool add, float s00, float s10,
+                                          float s01, float s11) {
+#pragma unroll
+  for (int g = 0; g < NACC / 4; g++) {
+    const float s0 = g < GB ? s00 : s01, s1 = g < GB ? s10 : s11;
+    d[4 * g + 0] = src[4 * g + 0] * s0 + (add ? d[4 * g + 0] : 0.f);
+    d[4 * g + 1] = src[4 * g + 1] * s0 + (add ? d[4 * g + 1] : 0.f);
+    d[4 * g + 2] = src[4 * g + 2] * s1 + (add ? d[4 * g + 2] : 0.f);
+    d[4 * g + 3] = src[4 * g + 3] * s1 + (add ? d[4 * g + 3] : 0.f);
+  }
+}
+
+// scale_two<gb> for gb, one of STEP, 2 STEP, ..., 16 (16 when none is): a chain of uniform
+// branches to a copy of the code per value, each with every group's block known at compile time.
+template <int G, int STEP, int NACC>
+__device__ __forceinline__ void scale_two_at(int gb, float (&d)[NACC], const float (&src)[NACC], bool add, float s00,
+                                             float s10, float s01, float s11) {
+  if constexpr (G >= 16) {
+    scale_two<16>(d, src, add, s00, s10, s01, s11);
+  } else {
+    if (gb == G)
+      scale_two<G>(d, src, add, s00, s10, s01, s11);
+    else
+      scale_two_at<G + STEP, STEP>(gb, d, src, add, s00, s10, s01, s11);
+  }
+}
+
+__host__ __device__ constexpr int gcd(int a, int b) { return b == 0 ? a : gcd(b, a % b); }
+
 // Unit u of the persistent walk: its tile's first row and column, and its range of k-blocks.
 struct unit_pos {
   int tile, split, m0, n0, kb0, kb1;
@@ -316,7 +352,14 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   // on a multiple of 64, column 0 or 64 of a block, so it touches two blocks): the block is picked
   // per segment.
   constexpr bool SEG64 = BLOCK_N % 64 == 0 && !ONE_SCALE_BLOCK && !BLOCK_ALIGNED;
-  constexpr int NB = ONE_SCALE_BLOCK ? 1 : SEG64 ? 2 : 3;  // weight-scale blocks a tile may touch
+  // Tiles that touch at most two weight-scale blocks (BLOCK_N 48, 80, 96, 112, 144, 160: a tile
+  // starts at a multiple of G = gcd(BLOCK_N, 128) in its block, at most 128 - G, and ends inside
+  // the next one): the 8-column groups from gb = (128 - start) / 8 on lie in the second block. gb
+  // takes at most 128 / G values, and the promotion has a copy for each with the block of every
+  // group known at compile time (picked per group at run time, it cost 25% at 128 x 192).
+  constexpr int SCALE_G = at_sm90::gcd(BLOCK_N, 128);
+  constexpr bool TWO_BLOCKS = !ONE_SCALE_BLOCK && !BLOCK_ALIGNED && !SEG64 && 128 - SCALE_G + BLOCK_N <= 256;
+  constexpr int NB = ONE_SCALE_BLOCK ? 1 : SEG64 || TWO_BLOCKS ? 2 : 3;  // weight-scale blocks a tile may touch
   // Named barriers: 0 is __syncthreads, 1 + w a math warpgroup's own (epilogue), and the turns.
   constexpr int BAR_TURN_0 = 5, BAR_TURN_1 = 6;  // "warpgroup 0 (1) may issue"
   // STORE 1, 2: "staging area a holds a pass" (BAR_STAGED + a) and "... is free" (BAR_FREE + a),
@@ -568,6 +611,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
     for (int i = 0; i < NB; i++) bs[i] = Bs + (long)min(nb0 + i, nblocks - 1) * KB + zero;
     const int ncol0 = BLOCK_ALIGNED ? 0 : p.n0 & 127;  // the tile's first column inside its weight-scale block
     const bool one_block = ONE_SCALE_BLOCK || ncol0 + BLOCK_N <= 128;  // uniform over the tile
+    const int gb = (128 - ncol0) >> 3;  // TWO_BLOCKS: the first 8-column group in the second block
     if (SEG64 && (ncol0 & 63)) __trap();  // a segment would straddle two blocks
     // The weight-scale block of 8-column group g (compile-time when BLOCK_N divides 128 or 128 it).
     auto blk_of = [&](int g) { return ONE_SCALE_BLOCK ? 0 : (ncol0 + 8 * g) >> 7; };
@@ -637,6 +681,10 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
           d[4 * g + 2] = src[4 * g + 2] * s1[g / 8] + (add ? d[4 * g + 2] : 0.f);
           d[4 * g + 3] = src[4 * g + 3] * s1[g / 8] + (add ? d[4 * g + 3] : 0.f);
         }
+      } else if constexpr (TWO_BLOCKS) {
+        const float s00 = fa[2 * v] * fb[0], s10 = fa[2 * v + 1] * fb[0];
+        const float s01 = fa[2 * v] * fb[1], s11 = fa[2 * v + 1] * fb[1];
+        at_sm90::scale_two_at<SCALE_G / 8, SCALE_G / 8>(gb, d, src, add, s00, s10, s01, s11);
       } else {
 #pragma unroll
         for (int g = 0; g < BLOCK_N / 8; g++) {
