@@ -256,20 +256,25 @@ struct kscales {
   float a[NA], b[3];
 };
 
-// Promotion or rescale of a slice whose 8-column groups from GB on lie in the second of two
-// weight-scale blocks (TWO_BLOCKS in the kernel): d = src x (row factor x block factor), plus d when
-// add. sRB: row r's (0: lrow, 1: lrow + 8) factor times block B's.
+// Promotion or rescale of 8-column group g of a slice: d = src x s0 in the rows of lrow, x s1 in
+// those of lrow + 8 (a row factor times the group's weight-block factor), plus d when add.
+template <int NACC>
+__device__ __forceinline__ void scale_group(float (&d)[NACC], const float (&src)[NACC], bool add, int g, float s0,
+                                            float s1) {
+  d[4 * g + 0] = src[4 * g + 0] * s0 + (add ? d[4 * g + 0] : 0.f);
+  d[4 * g + 1] = src[4 * g + 1] * s0 + (add ? d[4 * g + 1] : 0.f);
+  d[4 * g + 2] = src[4 * g + 2] * s1 + (add ? d[4 * g + 2] : 0.f);
+  d[4 * g + 3] = src[4 * g + 3] * s1 + (add ? d[4 * g + 3] : 0.f);
+}
+
+// A slice whose 8-column groups from GB on lie in the second of two weight-scale blocks
+// (TWO_BLOCKS in the kernel), every group's block known at compile time. sRB: row r's (0: lrow,
+// 1: lrow + 8) factor times block B's.
 template <int GB, int NACC>
 __device__ __forceinline__ void scale_two(float (&d)[NACC], const float (&src)[NACC], bool add, float s00, float s10,
                                           float s01, float s11) {
 #pragma unroll
-  for (int g = 0; g < NACC / 4; g++) {
-    const float s0 = g < GB ? s00 : s01, s1 = g < GB ? s10 : s11;
-    d[4 * g + 0] = src[4 * g + 0] * s0 + (add ? d[4 * g + 0] : 0.f);
-    d[4 * g + 1] = src[4 * g + 1] * s0 + (add ? d[4 * g + 1] : 0.f);
-    d[4 * g + 2] = src[4 * g + 2] * s1 + (add ? d[4 * g + 2] : 0.f);
-    d[4 * g + 3] = src[4 * g + 3] * s1 + (add ? d[4 * g + 3] : 0.f);
-  }
+  for (int g = 0; g < NACC / 4; g++) scale_group(d, src, add, g, g < GB ? s00 : s01, g < GB ? s10 : s11);
 }
 
 // scale_two<gb> for gb, one of STEP, 2 STEP, ..., 16 (16 when none is): a chain of uniform
@@ -611,7 +616,6 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
     for (int i = 0; i < NB; i++) bs[i] = Bs + (long)min(nb0 + i, nblocks - 1) * KB + zero;
     const int ncol0 = BLOCK_ALIGNED ? 0 : p.n0 & 127;  // the tile's first column inside its weight-scale block
     const bool one_block = ONE_SCALE_BLOCK || ncol0 + BLOCK_N <= 128;  // uniform over the tile
-    const int gb = (128 - ncol0) >> 3;  // TWO_BLOCKS: the first 8-column group in the second block
     if (SEG64 && (ncol0 & 63)) __trap();  // a segment would straddle two blocks
     // The weight-scale block of 8-column group g (compile-time when BLOCK_N divides 128 or 128 it).
     auto blk_of = [&](int g) { return ONE_SCALE_BLOCK ? 0 : (ncol0 + 8 * g) >> 7; };
@@ -662,10 +666,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
         const float s0 = fa[2 * v] * fb[0], s1 = fa[2 * v + 1] * fb[0];
 #pragma unroll
         for (int g = 0; g < BLOCK_N / 8; g++) {
-          d[4 * g + 0] = src[4 * g + 0] * s0 + (add ? d[4 * g + 0] : 0.f);
-          d[4 * g + 1] = src[4 * g + 1] * s0 + (add ? d[4 * g + 1] : 0.f);
-          d[4 * g + 2] = src[4 * g + 2] * s1 + (add ? d[4 * g + 2] : 0.f);
-          d[4 * g + 3] = src[4 * g + 3] * s1 + (add ? d[4 * g + 3] : 0.f);
+          at_sm90::scale_group(d, src, add, g, s0, s1);
         }
       } else if constexpr (SEG64) {
         float s0[BLOCK_N / 64], s1[BLOCK_N / 64];
@@ -676,24 +677,19 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
         }
 #pragma unroll
         for (int g = 0; g < BLOCK_N / 8; g++) {
-          d[4 * g + 0] = src[4 * g + 0] * s0[g / 8] + (add ? d[4 * g + 0] : 0.f);
-          d[4 * g + 1] = src[4 * g + 1] * s0[g / 8] + (add ? d[4 * g + 1] : 0.f);
-          d[4 * g + 2] = src[4 * g + 2] * s1[g / 8] + (add ? d[4 * g + 2] : 0.f);
-          d[4 * g + 3] = src[4 * g + 3] * s1[g / 8] + (add ? d[4 * g + 3] : 0.f);
+          at_sm90::scale_group(d, src, add, g, s0[g / 8], s1[g / 8]);
         }
       } else if constexpr (TWO_BLOCKS) {
         const float s00 = fa[2 * v] * fb[0], s10 = fa[2 * v + 1] * fb[0];
         const float s01 = fa[2 * v] * fb[1], s11 = fa[2 * v + 1] * fb[1];
+        const int gb = (128 - ncol0) >> 3;  // the first 8-column group in the second block
         at_sm90::scale_two_at<SCALE_G / 8, SCALE_G / 8>(gb, d, src, add, s00, s10, s01, s11);
       } else {
 #pragma unroll
         for (int g = 0; g < BLOCK_N / 8; g++) {
           const float sb = pick(fb, g);
           const float s0 = fa[2 * v] * sb, s1 = fa[2 * v + 1] * sb;
-          d[4 * g + 0] = src[4 * g + 0] * s0 + (add ? d[4 * g + 0] : 0.f);
-          d[4 * g + 1] = src[4 * g + 1] * s0 + (add ? d[4 * g + 1] : 0.f);
-          d[4 * g + 2] = src[4 * g + 2] * s1 + (add ? d[4 * g + 2] : 0.f);
-          d[4 * g + 3] = src[4 * g + 3] * s1 + (add ? d[4 * g + 3] : 0.f);
+          at_sm90::scale_group(d, src, add, g, s0, s1);
         }
       }
     };
