@@ -443,13 +443,16 @@ static void committed_configs(void) {
     free(untuned), free(near), free(deflt), free(nodir), free(src), free(dst), free(text);
   }
   /* Session 18's measured answers (docs/perf.md): the model takes no 192-row tiles at M = 512 but
-   * keeps them at 384; the kv_a file (576 x 7168) between its entries 2048 and 4096 takes the
-   * model's 128 x 128 pairs for the 4096 entry's 128 x 192 tiles (72 of them at M = 3072), which
-   * its entry keeps. */
+   * keeps them at 384. Between a file's entries 2048 and 4096 the model answers where it predicts
+   * much faster: the q_kv_a file (2112 x 7168) takes 128 x 192 pairs at M = 3072 for the 4096
+   * entry's 192 x 192 tiles, which its entry keeps. The kv_a file (576 x 7168) has its own entry at
+   * 3072 since session 24 (tuned; the model's 128 x 128 pairs there ran 1.10x cuBLASLt's time). */
   static const struct { const char *m, *n, *k, *want, *path; } PICKS[] = {
       {"512", "27648", "5120", "\"BLOCK_M\":128", NULL},
       {"384", "12288", "4096", "\"BLOCK_M\":192", NULL},
-      {"3072", "576", "7168", "\"BLOCK_M\":128,\"BLOCK_N\":128", "above 2048 where predicted much faster"},
+      {"3072", "2112", "7168", "\"BLOCK_M\":128,\"BLOCK_N\":192", "above 2048 where predicted much faster"},
+      {"4096", "2112", "7168", "\"BLOCK_M\":192,\"BLOCK_N\":192", NULL},
+      {"3072", "576", "7168", "\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_K\":1,\"CLUSTER_M\":1", NULL},
       {"4096", "576", "7168", "\"BLOCK_M\":128,\"BLOCK_N\":192", NULL}};
   for (size_t i = 0; i < AT_ARRAY_LEN(PICKS); i++) {
     char *t = NULL;
