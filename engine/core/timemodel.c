@@ -194,8 +194,12 @@ static int64_t block_m(const at_config *c) {
  * tuner never weighs a taller tile. The fit measures every config everywhere, but its prediction
  * for a 128-row tile at M = 16 or 32 is carried over from where such tiles run: it picked 128 x
  * 192 tiles split in K at M = 16, N = 35840, that ran 0.92x cuBLASLt's time where 64-row tiles
- * ran 0.85x (H100, docs/perf.md, "Split K at M = 256"). */
-static int fits_m(const at_config *c, int64_t m) { return block_m(c) <= (2 * m > 64 ? 2 * m : 64); }
+ * ran 0.85x (H100, docs/perf.md, "Split K at M = 256"). Up to M = 64, 64 rows at most: a 128-row
+ * tile there has a whole 64-row slice past M, and no tuning ever chose one (the 21 tuned files'
+ * M = 64 entries and the 15 weights of docs/experiments/unseen-s24.yaml tuned at M = 64: every
+ * winner 64 rows), while the model picked them for 5 of those 15 weights, 1.03x-1.11x the
+ * winners' time (H100, docs/perf.md, "A new unseen set"). */
+static int fits_m(const at_config *c, int64_t m) { return block_m(c) <= (m <= 64 ? 64 : 2 * m); }
 
 /* Where the plan is composed (M = 512), no 192-row tiles: three rows of them hold 576 rows, and
  * the plan composed in is a tail by rows (the main launch on 384 rows, the 128 rows after in

@@ -429,10 +429,13 @@ static void answer_with_plan(void) {
   CHECK_EQ_INT(at_tm_best(&tm, NULL, 0, 512, n, k, 0), 0);
   CHECK_EQ_INT(at_tm_best(&tm, op, 0, 512, n, k, 0), 0); /* a runtime without the tail */
   CHECK_EQ_INT(at_tm_best(&tm, op, 1, 512, n, k, 0), 1);
-  /* As the runtime answers, a tile of more than max(64, 2 M) rows is not offered (block_m_fits). */
+  /* As the runtime answers, a tile of more than 64 rows is not offered up to M = 64, nor one of
+   * more than 2 M rows above (the spaces' block_m_fits, made stricter at M = 64). */
   CHECK_EQ_INT(at_tm_best(&tm, op, 1, 32, n, k, 0), -1);
+  CHECK_EQ_INT(at_tm_best(&tm, op, 1, 64, n, k, 0), -1);
   CHECK(at_tm_best(&tm, NULL, 0, 32, n, k, 0) >= 0);
-  CHECK(at_tm_best(&tm, op, 1, 64, n, k, 0) >= 0);
+  CHECK(at_tm_best(&tm, NULL, 0, 64, n, k, 0) >= 0);
+  CHECK(at_tm_best(&tm, op, 1, 65, n, k, 0) >= 0);
   at_config_set cs;
   at_tm_answer(&tm, op, 1, n, k, 0, &cs);
   int e = -1;
