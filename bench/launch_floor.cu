@@ -13,7 +13,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "cuda_check.cuh"
+#include "graph_chain.cuh"
 
 constexpr int THREADS = 512, UNROLL = 8;
 
@@ -38,61 +38,24 @@ __global__ void __launch_bounds__(THREADS, 1) stream(const uint4 *buf, long n16,
   if (acc == 0x12345678u) out[blockIdx.x] = acc;  // keeps the loads; practically never stores
 }
 
-// Time per launch (us) of `launches` launches in one graph, buffer i % nbuf each, median of reps.
+// Time per launch (us) of a graph of launches, buffer i % nbuf each (at least 32 launches).
 static int time_chain(int mode, const std::vector<uint4 *> &bufs, long n16, unsigned *out, int sms, float *us) {
-  cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const int launches = (int)bufs.size() < 32 ? 32 : (int)bufs.size();
-  cudaGraph_t g;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < launches; i++) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(sms), cfg.blockDim = dim3(THREADS), cfg.stream = s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at, cfg.numAttrs = mode ? 1 : 0;
-    const uint4 *b = bufs[i % bufs.size()];
-    if (mode == 2)
-      CK(cudaLaunchKernelEx(&cfg, stream<true>, b, n16, out));
-    else
-      CK(cudaLaunchKernelEx(&cfg, stream<false>, b, n16, out));
-  }
-  CK(cudaStreamEndCapture(s, &g));
-  cudaGraphExec_t ge;
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  CK(cudaGraphLaunch(ge, s));  // warm-up
-  std::vector<float> t;
-  for (int r = 0; r < 9; r++) {
-    CK(cudaEventRecord(e0, s));
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms * 1000.f / launches);
-  }
-  for (size_t i = 0; i < t.size(); i++)  // median
-    for (size_t j = i + 1; j < t.size(); j++)
-      if (t[j] < t[i]) std::swap(t[i], t[j]);
-  *us = t[t.size() / 2];
-  CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  CK(cudaStreamDestroy(s));
-  return 0;
+  return graph_chain_us(
+      launches,
+      [&](cudaStream_t s, int i) {
+        chain_launch l(sms, THREADS, s, mode != 0);
+        const uint4 *b = bufs[i % bufs.size()];
+        return mode == 2 ? cudaLaunchKernelEx(&l.cfg, stream<true>, b, n16, out)
+                         : cudaLaunchKernelEx(&l.cfg, stream<false>, b, n16, out);
+      },
+      us);
 }
 
 int main() {
   int sms = 0, l2 = 0;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-  unsigned *out;
-  CK(cudaMalloc(&out, sizeof(unsigned) * sms));
+  unsigned *out = nullptr;
+  if (chain_device(&sms, &l2, &out)) return 1;
   // The weights of the Llama-3-8B decode calls (N x K bytes) and smaller.
   const long sizes[] = {0, 1L << 20, 4L << 20, 4096L * 4096, 6144L * 4096, 4096L * 14336, 28672L * 4096};
   printf("%d SMs, L2 %d MB; us per call, back to back in a CUDA graph, buffers rotated past 4x L2\n", sms, l2 >> 20);

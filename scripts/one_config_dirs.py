@@ -3,7 +3,7 @@
 whose files answer every (N, K) named in the YAML files (shape files or spaces: any `N: n, K: k`)
 with one sm90 config at every M. PARAMS is a JSON object of the config's parameters; those left
 out take GROUP_M 8, SPLIT_K 1, UNSPLIT 1, PINGPONG 0, CLUSTER_M/N/K 1, KPIPE 1, RESCALE 0, STORE 0;
-with SWAP_AB 1 the config is the sm90_swap variant's.
+with SWAP_AB 1 the config is the sm90_swap variant's; SCALE_KB, when given, is the entry's 14th argument.
 
 What for: `autotune compare --configs OUTDIR/NAME` then times that one config on every shape through
 the runtime's own launch path (its tail included), next to cuBLASLt, in the same way as the
@@ -50,8 +50,10 @@ def main(argv):
             if key not in params:
                 sys.exit(f"one_config_dirs.py: {name}: {key} is missing")
         swap = params.get("SWAP_AB", 0) == 1  # the operands swapped: the sm90_swap variant's entry
+        text = ENTRY[:-1] + (", SWAP_AB" if swap else ", 0" if "SCALE_KB" in params else "")
+        text += (", SCALE_KB" if "SCALE_KB" in params else "") + ">"  # scales in shared memory: the 14th argument
         entry = dict(variant="sm90_swap" if swap else "sm90", family="sm90", template="gemm_a8w8_blockscale_sm90.cuh",
-                     entry=ENTRY[:-1] + ", SWAP_AB>" if swap else ENTRY,
+                     entry=text,
                      params=dict(sorted(params.items())), tuned_M=[], time_us=[])
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)

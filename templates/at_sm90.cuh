@@ -93,6 +93,15 @@ __device__ __forceinline__ void at_tma_load_2d_mc_pol(at_u32 dst, const at_tmap 
       : "memory");
 }
 
+// A contiguous copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) from global memory
+// at src into this CTA's shared memory at dst (the non-tensor bulk copy), completing `bar`'s
+// transactions by its bytes.
+__device__ __forceinline__ void at_bulk_load(at_u32 dst, const void *src, at_u32 bytes, at_u32 bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"((at_u64)src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+
 // An L2 cache policy for data read once: its lines are the first evicted.
 __device__ __forceinline__ at_u64 at_l2_evict_first() {
   at_u64 p;

@@ -61,6 +61,23 @@
 // K / 128). KPIPE 1 (RESCALE among it) therefore loads the scales two k-blocks ahead when a math
 // warpgroup has one 64-row slice and there are one or two of them (AHEAD2 in the kernel). Doing
 // the same in the KPIPE 2 loop was slower (docs/perf.md, "The k-block count").
+// SCALE_KB > 0 (STORE 0, SWAP_AB 0): the scales of a unit come into shared memory instead. The
+// tile's rows of A's scales, [rows][K / 128], and the rows of the weight-scale blocks it touches
+// are each contiguous in the op's layout, so the producer's warp 1 (the scale loader, idle
+// without store warps) copies them with two bulk copies per unit, whatever the unit's k range,
+// into slot su % 2 of two ([BLOCK_M + NB][SCALE_KB] floats each):
+//   sfull[q]  count 1: the loader's arrive.expect_tx(bytes); the bulk copies complete them.
+//   sempty[q] count 4 x MATH_WG: lane 0 of every math warp, after the unit's last k-block is
+//             promoted (a proxy fence first: the slot's next writes are the async proxy's).
+//   su counts the units with k-blocks on both sides; parity (su / 2) & 1 (sempty: ^ 1).
+// The math threads wait sfull once, before a unit's first scales, and then read every k-block's
+// scales from the slot with the same (generic) loads through pointers that point there: no
+// barrier or branch inside the k loop (the scale groups of docs/perf.md lost on exactly those).
+// A unit's copy queues behind the stages the producer has already requested, so the loader runs
+// up to two units ahead (with one slot, copied during the unit's epilogue, 128 x 128 tiles at
+// steady state gained 1.5% instead of 2.3%: H100, docs/perf.md). The slots hold whole rows:
+// K / 128 <= SCALE_KB, K / 128 a multiple of 4 and 16-byte aligned scale pointers, else (sc_smem
+// false, uniform over the launch) the pointers point into global memory and nothing is copied.
 // A tile's columns may straddle two or three 128-column weight-scale blocks (BLOCK_N that does
 // not divide 128, or tiles that do not start on a block): each 8-column accumulator group lies in
 // one block, picked per group; with BLOCK_N 192 each 64-column segment does (tiles start on
@@ -155,7 +172,8 @@
 // Parameters: BLOCK_M (64, 128, 192 or 256; with SWAP_AB 16, 32 or 64), BLOCK_N (a multiple of 16,
 // at most 256), STAGES (>= 2), GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0, 1, 2:
 // how math warpgroups take turns), CLUSTER_M and CLUSTER_N (1 or 2), KPIPE (k-blocks in flight per
-// math warpgroup, 1 or 2), RESCALE (0, 1), STORE (0, 1, 2), CLUSTER_K (1, 2), SWAP_AB (0, 1).
+// math warpgroup, 1 or 2), RESCALE (0, 1), STORE (0, 1, 2), CLUSTER_K (1, 2), SWAP_AB (0, 1),
+// SCALE_KB (0, or a multiple of 4: the scales in shared memory for K / 128 up to it).
 // GROUP_M and SPLIT_K instantiated as 0 are read from args (launch parameters: one compiled kernel
 // serves every value).
 #include "at_sm90.cuh"
@@ -170,7 +188,19 @@ __host__ __device__ constexpr int math_wgs(int block_m, int block_n, int swap_ab
   return swap_ab ? block_n / 64 : block_m == 192 ? 3 : block_m >= 128 ? 2 : 1;
 }
 
-template <int BLOCK_M, int BLOCK_N, int STAGES, int CLUSTER_K = 1, int STORE = 0, int SWAP_AB = 0>
+__host__ __device__ constexpr int gcd(int a, int b) { return b == 0 ? a : gcd(b, a % b); }
+
+// The weight-scale blocks a tile of BLOCK_N columns may touch, as the kernel keeps them (NB there):
+// one when BLOCK_N divides 128; two when each 64-column segment lies in one block (SEG64) or the
+// tile touches at most two (TWO_BLOCKS); else three.
+__host__ __device__ constexpr int scale_blocks(int block_n) {
+  return 128 % block_n == 0                                     ? 1
+         : block_n % 64 == 0 && block_n % 128 != 0              ? 2
+         : block_n % 128 != 0 && 128 - gcd(block_n, 128) + block_n <= 256 ? 2
+                                                                : 3;
+}
+
+template <int BLOCK_M, int BLOCK_N, int STAGES, int CLUSTER_K = 1, int STORE = 0, int SWAP_AB = 0, int SCALE_KB = 0>
 struct layout {
   static constexpr int math_wg = math_wgs(BLOCK_M, BLOCK_N, SWAP_AB);  // math warpgroups
   static constexpr int waves = SWAP_AB ? 1 : BLOCK_M / (64 * math_wg);  // 64-row slices per math warpgroup
@@ -198,9 +228,16 @@ struct layout {
   static constexpr int a_off = 0;
   static constexpr int b_off = STAGES * a_stage;
   static constexpr int c_off = b_off + STAGES * b_stage;
-  static constexpr int bar_off = c_off + math_wg * c_bufs * c_wg;
+  // SCALE_KB: two slots of a unit's scales, each [BLOCK_M][K / 128] A scales (the tile's rows) then
+  // s_rows - BLOCK_M rows of [K / 128] weight scales (the blocks the tile touches), K / 128 <=
+  // SCALE_KB; their barriers sfull[2], sempty[2] after the exchange's.
+  static constexpr int s_rows = BLOCK_M + scale_blocks(BLOCK_N);
+  static constexpr int s_slot = SCALE_KB * s_rows * 4;
+  static constexpr int s_off = c_off + math_wg * c_bufs * c_wg;
+  static constexpr int bar_off = s_off + 2 * s_slot;
   static constexpr int xbar_off = bar_off + 2 * STAGES * 8;  // CLUSTER_K 2: xfull, xfree per math warpgroup
-  static constexpr int flag_off = xbar_off + (CLUSTER_K == 2 ? 16 * math_wg : 0);
+  static constexpr int sbar_off = xbar_off + (CLUSTER_K == 2 ? 16 * math_wg : 0);
+  static constexpr int flag_off = sbar_off + (SCALE_KB ? 32 : 0);
   static constexpr int bytes = flag_off + 16;
 };
 
@@ -292,8 +329,6 @@ __device__ __forceinline__ void scale_two_at(int gb, float (&d)[NACC], const flo
   }
 }
 
-__host__ __device__ constexpr int gcd(int a, int b) { return b == 0 ? a : gcd(b, a % b); }
-
 // Unit u of the persistent walk: its tile's first row and column, and its range of k-blocks.
 struct unit_pos {
   int tile, split, m0, n0, kb0, kb1;
@@ -330,12 +365,13 @@ __device__ __forceinline__ void k_half(unit_pos &p, int kr) {
 }  // namespace at_sm90
 
 template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PINGPONG, int CLUSTER_M = 1,
-          int CLUSTER_N = 1, int KPIPE = 1, int RESCALE = 0, int STORE = 0, int CLUSTER_K = 1, int SWAP_AB = 0>
+          int CLUSTER_N = 1, int KPIPE = 1, int RESCALE = 0, int STORE = 0, int CLUSTER_K = 1, int SWAP_AB = 0,
+          int SCALE_KB = 0>
 __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N, SWAP_AB)), 1)
     gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
                               const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_a_end,
                               const __grid_constant__ at_tmap tmap_b, const __grid_constant__ at_tmap tmap_b_end) {
-  using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES, CLUSTER_K, STORE, SWAP_AB>;
+  using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES, CLUSTER_K, STORE, SWAP_AB, SCALE_KB>;
   constexpr int MATH_WG = L::math_wg, WAVES = L::waves;
   // The wgmma's N: BLOCK_N, or with SWAP_AB the tokens (the wgmma's M side is then 64 weight rows).
   constexpr int WG_N = SWAP_AB ? BLOCK_M : BLOCK_N;
@@ -365,6 +401,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   constexpr int SCALE_G = at_sm90::gcd(BLOCK_N, 128);
   constexpr bool TWO_BLOCKS = !ONE_SCALE_BLOCK && !BLOCK_ALIGNED && !SEG64 && 128 - SCALE_G + BLOCK_N <= 256;
   constexpr int NB = ONE_SCALE_BLOCK ? 1 : SEG64 || TWO_BLOCKS ? 2 : 3;  // weight-scale blocks a tile may touch
+  static_assert(NB == at_sm90::scale_blocks(BLOCK_N), "at_sm90::scale_blocks must agree with NB");
   // Named barriers: 0 is __syncthreads, 1 + w a math warpgroup's own (epilogue), and the turns.
   constexpr int BAR_TURN_0 = 5, BAR_TURN_1 = 6;  // "warpgroup 0 (1) may issue"
   // STORE 1, 2: "staging area a holds a pass" (BAR_STAGED + a) and "... is free" (BAR_FREE + a),
@@ -378,6 +415,8 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
                                  CLUSTER_K == 1 && PINGPONG == 0),
                 "SWAP_AB 1: BLOCK_M 16, 32 or 64 tokens, BLOCK_N 64 or 128, RESCALE 0, STORE 0, CLUSTER_K 1, PINGPONG 0");
   static_assert(RESCALE == 0 || RESCALE == 1, "RESCALE must be 0 or 1");
+  static_assert(SCALE_KB == 0 || (SCALE_KB % 4 == 0 && SWAP_AB == 0 && STORE == 0),
+                "SCALE_KB: a multiple of 4, SWAP_AB 0, STORE 0 (the producer's warp 1 copies the scales)");
   static_assert(STORE == 0 || STORE == 1 || (STORE == 2 && MATH_WG <= 2), "STORE must be 0, 1 or 2 (2: two math warpgroups at most)");
   static_assert(RESCALE == 0 || KPIPE == 1, "RESCALE accumulates in place: one k-block in flight (KPIPE 1)");
   static_assert(MATH_WG != 3 || (RESCALE ? BLOCK_N <= 192 : (KPIPE + 1) * BLOCK_N <= 256),
@@ -416,6 +455,12 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       at_mbar_init(base + L::xbar_off + i * 16, 1);
       at_mbar_init(base + L::xbar_off + i * 16 + 8, 4);
     }
+    // SCALE_KB, per slot: sfull (the scale loader's arrive.expect_tx; its bulk copies complete the
+    // bytes), sempty (lane 0 of every math warp, once the unit's last k-block is promoted).
+    for (int q = 0; q < (SCALE_KB ? 2 : 0); q++) {
+      at_mbar_init(base + L::sbar_off + q * 8, 1);
+      at_mbar_init(base + L::sbar_off + 16 + q * 8, 4 * MATH_WG);
+    }
     at_mbar_init_fence();
     at_tma_prefetch(&tmap_a);
     at_tma_prefetch(&tmap_b);
@@ -439,6 +484,11 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   at_griddep_launch_dependents();
 
   const int M = args.m, N = args.n, KB = args.k / 128;
+  // SCALE_KB: the unit's scales come into shared memory by two bulk copies (the tile's rows of A's
+  // scales and of the weights', each contiguous), which need whole 16-byte pieces; otherwise (and
+  // for K / 128 > SCALE_KB) the math threads read them from global memory as without it.
+  const bool sc_smem = SCALE_KB > 0 && KB <= SCALE_KB && KB % 4 == 0 && ((args.a_scale | args.b_scale) & 15) == 0;
+  const int nblocks = (N + 127) / 128;
   const long ldc = args.ldc ? args.ldc : N;  // C's row stride: N, or the whole C's for a tail
   // Tiles of the cluster (one CTA's tile without clusters) are what the walk hands out, up to
   // unit_end when the runtime leaves the last ones to a tail launch.
@@ -521,6 +571,31 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       for (int i = 0; i < (CLUSTER_MN > 1 ? STAGES : 0); i++, it++)
         at_mbar_wait(empty0 + (it % STAGES) * 8, ((at_u32)(it / STAGES) & 1u) ^ 1u);
     }
+    if (SCALE_KB && sc_smem && tid == 32) {
+      // The scale loader (warp 1, idle: SCALE_KB has no store warps). For every unit with k-blocks,
+      // once the math warps have released the slot's previous unit, it copies this CTA's tile's
+      // rows of A's scales (rows past M not) and its weight-scale blocks' rows into slot su % 2.
+      // Both are contiguous in the op's row-major layout: one bulk copy each, no matter the
+      // unit's k range. Up to two units ahead of the math warps: a unit's copy queues behind the
+      // stages already requested, and lands during the unit before.
+      const float *const As = (const float *)args.a_scale;
+      const float *const Bs = (const float *)args.b_scale;
+      int su = 0;
+      for (int u = first_unit; u < units; u += unit_step) {
+        at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS>(u, tiles_m, tiles_n, KB, group_m, split_k);
+        if (CLUSTER_K == 2) at_sm90::k_half(p, kr);
+        if (p.kb0 >= p.kb1) continue;  // the math warps skip it too
+        const int m0 = p.m0 + rm * BLOCK_M, nb0 = (p.n0 + rn * BLOCK_N) / 128;
+        const int rows = min(max(M - m0, 0), BLOCK_M), brows = min(max(nblocks - nb0, 0), NB);
+        const at_u32 sfull = base + L::sbar_off + (su & 1) * 8, sempty = sfull + 16;
+        const at_u32 dst = base + L::s_off + (su & 1) * L::s_slot;
+        at_mbar_wait(sempty, ((at_u32)(su >> 1) & 1u) ^ 1u);
+        at_mbar_arrive_expect_tx(sfull, (at_u32)((rows + brows) * KB * 4));
+        if (rows > 0) at_bulk_load(dst, As + (long)m0 * KB, (at_u32)(rows * KB * 4), sfull);
+        if (brows > 0) at_bulk_load(dst + BLOCK_M * KB * 4, Bs + (long)nb0 * KB, (at_u32)(brows * KB * 4), sfull);
+        su++;
+      }
+    }
     if (offload && tid >= 32) {
       // The store warps: for every pass that a math warpgroup stages (in the order the math
       // warpgroups stage them: unit, slice, column pass, warpgroup), copy the 64 staged rows out
@@ -570,11 +645,11 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   const int colq = 2 * (lane % 4);        // and its columns in each 8-column group
   const float *const As = (const float *)args.a_scale;
   const float *const Bs = (const float *)args.b_scale;
-  const int nblocks = (N + 127) / 128;
   unsigned char *const stage_c0 = smem + L::c_off + w * NBUF * L::c_wg;
   // it: k-blocks taken (stage and phase); xc: exchange chunks (CLUSTER_K 2: parity of xfull and
   // xfree); pc: passes staged for the store warps (STORE 2: which of the two areas).
-  int it = 0, xc = 0, pc = 0;
+  // su: units whose scales were taken (SCALE_KB: parity of sfull and sempty).
+  int it = 0, xc = 0, pc = 0, su = 0;
   const at_u32 peer = (at_u32)(rank + (kr ? -CLUSTER_MN : CLUSTER_MN));  // CLUSTER_K 2: same (rm, rn), other k half
 
   for (int u = first_unit; u < units; u += unit_step) {
@@ -606,6 +681,13 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
         const int r = p.m0 + v * 128 + w * 64 + lrow;
         as[2 * v] = As + (long)min(r, M - 1) * KB;
         as[2 * v + 1] = As + (long)min(r + 8, M - 1) * KB;
+        if (SCALE_KB && sc_smem) {
+          // The same rows in the buffer (rows past M: the last row inside, or any for a tile wholly
+          // past M, whose rows are not stored).
+          const float *const sa = (const float *)(smem + L::s_off + (su & 1) * L::s_slot);
+          as[2 * v] = sa + (long)max(min(r, M - 1) - p.m0, 0) * KB;
+          as[2 * v + 1] = sa + (long)max(min(r + 8, M - 1) - p.m0, 0) * KB;
+        }
       }
     }
     // SWAP_AB: the warpgroup's 64 weight rows lie in one weight-scale block (they start on a
@@ -613,7 +695,12 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
     const int nb0 = SWAP_AB ? (p.n0 + 64 * w) / 128 : p.n0 / 128;
     const float *bs[NB];
 #pragma unroll
-    for (int i = 0; i < NB; i++) bs[i] = Bs + (long)min(nb0 + i, nblocks - 1) * KB + zero;
+    for (int i = 0; i < NB; i++) {
+      bs[i] = Bs + (long)min(nb0 + i, nblocks - 1) * KB + zero;
+      if (SCALE_KB && sc_smem)
+        bs[i] = (const float *)(smem + L::s_off + (su & 1) * L::s_slot + BLOCK_M * KB * 4) +
+                (long)max(min(nb0 + i, nblocks - 1) - nb0, 0) * KB + zero;
+    }
     const int ncol0 = BLOCK_ALIGNED ? 0 : p.n0 & 127;  // the tile's first column inside its weight-scale block
     const bool one_block = ONE_SCALE_BLOCK || ncol0 + BLOCK_N <= 128;  // uniform over the tile
     if (SEG64 && (ncol0 & 63)) __trap();  // a segment would straddle two blocks
@@ -633,10 +720,10 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
         for (int i = 0; i < NSA; i++) sc.a[i] = tok_in >> i & 1u ? __ldg(as_sw + (long)(8 * (i / 2) + (i & 1)) * KB + kb) : 0.f;
       } else {
 #pragma unroll
-        for (int i = 0; i < 2 * WAVES; i++) sc.a[i] = __ldg(as[i] + kb);
+        for (int i = 0; i < 2 * WAVES; i++) sc.a[i] = SCALE_KB ? as[i][kb] : __ldg(as[i] + kb);
       }
 #pragma unroll
-      for (int i = 0; i < NB; i++) sc.b[i] = __ldg(bs[i] + kb);
+      for (int i = 0; i < NB; i++) sc.b[i] = SCALE_KB ? bs[i][kb] : __ldg(bs[i] + kb);
     };
     // A math warp's release of a stage: its lane 0 arrives on the stage's empty barrier in every
     // CTA of the cluster (their producers may all write into this CTA's stage).
@@ -711,6 +798,9 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       }
     };
 
+    // SCALE_KB: the unit's scales are in the buffer (generic loads: shared or global memory).
+    const bool unit_sc = SCALE_KB && sc_smem && p.kb0 < p.kb1;
+    if (unit_sc) at_mbar_wait(base + L::sbar_off + (su & 1) * 8, (at_u32)(su >> 1) & 1u);
     if (p.kb0 < p.kb1) load_scales(p.kb0, nxt);
     if constexpr (KPIPE == 2) {
       // Two k-blocks in flight: k-block kb + 1 is issued into the other accumulator before kb is
@@ -871,6 +961,15 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
           for (int v = 0; v < WAVES; v++) scale_slice(res[v], res[v], false, v, ua, ub);
         }
       }
+    }
+
+    if (unit_sc) {
+      // Every scale of the unit has been read (and used): the loader may copy the next unit's.
+      // The proxy fence orders these generic reads before its bulk copies' writes.
+      at_fence_proxy_async_smem();
+      __syncwarp();
+      at_mbar_arrive_if(base + L::sbar_off + 16 + (su & 1) * 8, lane == 0);
+      su++;
     }
 
     if constexpr (CLUSTER_K == 2) {

@@ -38,10 +38,12 @@ static const param_range SM90_PARAMS[] = {{"BLOCK_M", 16, 256}, {"BLOCK_N", 16, 
  * instead of a separate result), STORE (the producer's idle warps store the results; 2: from two
  * staging areas per math warpgroup), CLUSTER_K
  * (two CTAs of a cluster split a tile's k-blocks and exchange halves through shared memory), SWAP_AB
- * (the weights on the wgmma's M side, the tokens on its N: decode-sized tiles of 16 to 64 rows). */
+ * (the weights on the wgmma's M side, the tokens on its N: decode-sized tiles of 16 to 64 rows),
+ * SCALE_KB (a unit's scales copied into shared memory, for K / 128 up to SCALE_KB; 0: read from
+ * global memory by the math threads). */
 static const param_range SM90_OPTIONAL[] = {{"CLUSTER_M", 1, 2, 1}, {"CLUSTER_N", 1, 2, 1}, {"KPIPE", 1, 2, 1},
                                             {"RESCALE", 0, 1, 0},   {"STORE", 0, 2, 0},     {"CLUSTER_K", 1, 2, 1},
-                                            {"SWAP_AB", 0, 1, 0},   {NULL, 0, 0, 0}};
+                                            {"SWAP_AB", 0, 1, 0},   {"SCALE_KB", 0, 128, 0}, {NULL, 0, 0, 0}};
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t align_up(int64_t a, int64_t b) { return div_up(a, b) * b; }
@@ -56,14 +58,28 @@ static int64_t sm90_math_wg(int64_t bm, int64_t bn, int64_t swap) {
   return swap ? bn / 64 : bm == 192 ? 3 : bm >= 128 ? 2 : 1;
 }
 
+static int64_t gcd64(int64_t a, int64_t b) { return b == 0 ? a : gcd64(b, a % b); }
+
+/* The weight-scale blocks a tile of BLOCK_N columns may touch, as the kernel keeps them
+ * (at_sm90::scale_blocks): one when BLOCK_N divides 128, two when each 64-column segment lies in
+ * one block or the tile touches at most two, else three. */
+static int64_t sm90_scale_blocks(int64_t bn) {
+  if (128 % bn == 0) return 1;
+  if (bn % 64 == 0 && bn % 128 != 0) return 2;
+  if (bn % 128 != 0 && 128 - gcd64(bn, 128) + bn <= 256) return 2;
+  return 3;
+}
+
 /* The sm90 family's shared memory (templates/gemm_a8w8_blockscale_sm90.cuh, at_sm90::layout):
  * STAGES x (A + B tiles), a bf16 staging area of 64 rows x (2 EPI_N + 16 or 32) bytes per math
  * warpgroup (EPI_N: BLOCK_N, or half of it above 128 or with CLUSTER_K 2, staged in two passes),
  * with CLUSTER_K 2 at least one exchange chunk (128 threads x up to 32 floats, at_sm90::layout) and two
  * more mbarriers per math warpgroup, two mbarriers per stage and flags. STORE 2 doubles the staging
  * areas (the store warps copy one while the math warpgroup stages into the other). With SWAP_AB a
- * math warpgroup stages BLOCK_M rows of its 64 columns. */
-static int64_t sm90_smem_bytes(int64_t bm, int64_t bn, int64_t stages, int64_t ck, int64_t store, int64_t swap) {
+ * math warpgroup stages BLOCK_M rows of its 64 columns. SCALE_KB: two slots of (BLOCK_M + the
+ * weight-scale blocks a tile may touch) x SCALE_KB floats (a unit's scales) and four mbarriers. */
+static int64_t sm90_smem_bytes(int64_t bm, int64_t bn, int64_t stages, int64_t ck, int64_t store, int64_t swap,
+                               int64_t scale_kb) {
   const int64_t epi_n = swap ? 64 : bn > 128 || ck == 2 ? bn / 2 : bn, half = bn / 4;
   /* the fewest equal chunks of whole float4s, at most 32 floats each */
   const int64_t xf = half <= 32 ? half : half % 8 == 0 ? half / 2 : half % 12 == 0 ? half / 3 : 4;
@@ -71,7 +87,9 @@ static int64_t sm90_smem_bytes(int64_t bm, int64_t bn, int64_t stages, int64_t c
   const int64_t pitch = epi_n * 2 + (epi_n % 16 == 8 ? 32 : 16); /* padded against bank conflicts */
   const int64_t rows = swap ? bm : 64, c_wg = rows * pitch > x_bytes ? rows * pitch : x_bytes;
   const int64_t wg = sm90_math_wg(bm, bn, swap);
-  return stages * (bm + bn) * 128 + wg * c_wg * (store == 2 ? 2 : 1) + 2 * stages * 8 + (ck == 2 ? 16 * wg : 0) + 16;
+  const int64_t scales = scale_kb ? 2 * scale_kb * (bm + sm90_scale_blocks(bn)) * 4 + 32 : 0;
+  return stages * (bm + bn) * 128 + wg * c_wg * (store == 2 ? 2 : 1) + scales + 2 * stages * 8 + (ck == 2 ? 16 * wg : 0) +
+         16;
 }
 
 static int has_param(const at_params *p, const char *name) {
@@ -130,9 +148,13 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
       return at_fail(AT_ERR_INPUT, "family sm90: BLOCK_M must be 64, 128, 192 or 256 (got %lld)", (long long)bm);
     if (at_params_get(p, "CLUSTER_M", 1) == 2 && bn % 16)
       return at_fail(AT_ERR_INPUT, "family sm90: CLUSTER_M = 2 needs BLOCK_N a multiple of 16 (got %lld)", (long long)bn);
+    const int64_t scale_kb = at_params_get(p, "SCALE_KB", 0);
+    if (scale_kb && (scale_kb % 4 || swap || at_params_get(p, "STORE", 0)))
+      return at_fail(AT_ERR_INPUT, "family sm90: SCALE_KB must be a multiple of 4, with SWAP_AB 0 and STORE 0 (got %lld)",
+                     (long long)scale_kb);
     out[0] = 128 * (1 + sm90_math_wg(bm, bn, swap));
     out[1] = sm90_smem_bytes(bm, bn, at_params_get(p, "STAGES", 0), at_params_get(p, "CLUSTER_K", 1),
-                             at_params_get(p, "STORE", 0), swap);
+                             at_params_get(p, "STORE", 0), swap, scale_kb);
     return AT_OK;
   }
   return at_fail(AT_ERR_INPUT, "unknown family '%s' (gemm_a8w8_blockscale has: mma, sm90)", family);

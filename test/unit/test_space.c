@@ -203,10 +203,14 @@ static void test_shipped_space(void) {
   CHECK(s->timing.timeout_s == 10.0);
   check_shipped_shapes(s);
 
-  CHECK_EQ_INT(s->nvariants, 4);
-  if (s->nvariants == 4) {
+  CHECK_EQ_INT(s->nvariants, 5);
+  if (s->nvariants == 5) {
     /* The same and SWAP_AB, with the operands swapped */
-    CHECK(strcmp(s->variants[3].name, "sm90_swap") == 0);
+    CHECK(strcmp(s->variants[4].name, "sm90_swap") == 0);
+    CHECK(strcmp(s->variants[4].family, "sm90") == 0);
+    CHECK_EQ_INT(s->variants[4].nparams, 14);
+    /* The same with SCALE_KB, a unit's scales in shared memory */
+    CHECK(strcmp(s->variants[3].name, "sm90_scales") == 0);
     CHECK(strcmp(s->variants[3].family, "sm90") == 0);
     CHECK_EQ_INT(s->variants[3].nparams, 14);
     /* BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, UNSPLIT, PINGPONG, CLUSTER_M, CLUSTER_N, KPIPE, RESCALE, STORE,
@@ -245,6 +249,7 @@ static void test_shipped_space(void) {
   if (e) {
     CHECK_EQ_INT(e->total, 4 * 4 * 1 * 3 * 3 * 3 * 2 * 4 * 2 + 2 * 3 * 1 * 2 * 3 * 3 * 2 * 4 * 2 +
                                4 * 7 * 6 * 2 * 4 * 2 * 1 * 2 * 2 * 2 * 2 * 3 * 2 +
+                               2 * 5 * 5 * 2 * 1 * 1 * 1 * 2 * 2 * 1 * 1 * 1 * 2 * 3 +
                                2 * 2 * 9 * 1 * 3 * 2 * 1 * 2 * 2 * 2 * 1 * 1 * 1 * 1);
     CHECK(e->n > 0 && (int64_t)e->n < e->total);
     CHECK_EQ_INT(e->nshapes, 40);
