@@ -149,9 +149,11 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
     if (at_params_get(p, "CLUSTER_M", 1) == 2 && bn % 16)
       return at_fail(AT_ERR_INPUT, "family sm90: CLUSTER_M = 2 needs BLOCK_N a multiple of 16 (got %lld)", (long long)bn);
     const int64_t scale_kb = at_params_get(p, "SCALE_KB", 0);
-    if (scale_kb && (scale_kb % 4 || swap || at_params_get(p, "STORE", 0)))
-      return at_fail(AT_ERR_INPUT, "family sm90: SCALE_KB must be a multiple of 4, with SWAP_AB 0 and STORE 0 (got %lld)",
-                     (long long)scale_kb);
+    if (scale_kb % 4)
+      return at_fail(AT_ERR_INPUT, "family sm90: SCALE_KB must be a multiple of 4 (got %lld)", (long long)scale_kb);
+    if (scale_kb && (swap || at_params_get(p, "STORE", 0)))
+      return at_fail(AT_ERR_INPUT,
+                     "family sm90: SCALE_KB needs SWAP_AB 0 and STORE 0 (its scales are copied by the producer's warp 1)");
     out[0] = 128 * (1 + sm90_math_wg(bm, bn, swap));
     out[1] = sm90_smem_bytes(bm, bn, at_params_get(p, "STAGES", 0), at_params_get(p, "CLUSTER_K", 1),
                              at_params_get(p, "STORE", 0), swap, scale_kb);
