@@ -16,7 +16,9 @@ test reads every committed file and writes it back byte for byte): the per_M ent
 `params` lines, a bucket's when it holds the same config and was tuned only at M so changed, and
 their flat top-level copies. Their `tuned_M` and `time_us` stay: the tuner's, for the config
 they came from."""
+import argparse
 import json
+import math
 import os
 import sys
 
@@ -27,14 +29,8 @@ def scale_blocks(bn):
     """at_sm90::scale_blocks: the weight-scale blocks a tile of bn columns may touch."""
     if 128 % bn == 0:
         return 1
-    if bn % 64 == 0 and bn % 128 != 0:
-        return 2
-    g = bn
-    b = 128
-    while b:
-        g, b = b, g % b
-    if bn % 128 != 0 and 128 - g + bn <= 256:
-        return 2
+    if bn % 64 == 0 or 128 - math.gcd(bn, 128) + bn <= 256:
+        return 2 if bn % 128 != 0 else 3
     return 3
 
 
@@ -131,16 +127,18 @@ def apply(keys_path, folder):
 
 
 def main(argv):
-    if len(argv) == 4 and argv[1] == "--apply":
-        return apply(argv[2], argv[3])
-    args = [a for a in argv[1:] if not a.startswith("--")]
-    if len(args) != 2:
-        sys.exit(__doc__.split("\n\n")[0])
-    min_stages = 5
-    if "--min-stages" in argv:
-        min_stages = int(argv[argv.index("--min-stages") + 1])
-        args = [a for a in args if a != str(min_stages)]
-    src, dst = args
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], add_help=True)
+    ap.add_argument("--apply", metavar="KEYS", help="change the entries KEYS names, in place, in DIR")
+    ap.add_argument("--min-stages", type=int, default=5, metavar="S")
+    ap.add_argument("dirs", nargs="+", metavar="DIR")
+    a = ap.parse_args(argv[1:])
+    if a.apply:
+        if len(a.dirs) != 1:
+            ap.error("--apply KEYS takes one DIR")
+        return apply(a.apply, a.dirs[0])
+    if len(a.dirs) != 2:
+        ap.error("expected IN_DIR OUT_DIR")
+    (src, dst), min_stages = a.dirs, a.min_stages
     os.makedirs(dst, exist_ok=True)
     for name in sorted(os.listdir(src)):
         if not name.endswith(".json"):
