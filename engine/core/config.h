@@ -74,6 +74,14 @@ int at_config_same(const at_config *a, const at_config *b);
  * name: files and the time model's menu name one config differently. */
 int at_config_same_kernel(const at_config *a, const at_config *b);
 
+/* at_config_same_kernel, but a nonzero value of op's shape parameter (op.h) matches any nonzero
+ * value: one config to the time model, whatever shape it was measured on. */
+int at_config_same_but_shape(const at_op *op, const at_config *a, const at_config *b);
+/* Gives c the value of op's shape parameter for (n, k) (op.h, shape_value) when it has it nonzero:
+ * 1 when c keeps it (or has none to keep), 0 when the shape cannot hold it and c now has 0 there,
+ * the config's form without it. A config measured on one (N, K) goes through this before it is
+ * launched on another. */
+int at_config_for_shape(const at_op *op, at_config *c, int64_t n, int64_t k);
 char *at_config_set_to_json(const at_config_set *cs); /* malloc'd, ends with a newline */
 /* Reads and validates a config file's content; AT_ERR_INPUT naming what is wrong. */
 int at_config_set_from_json(const char *name, const at_json *j, at_config_set *out);

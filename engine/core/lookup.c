@@ -145,6 +145,17 @@ static int overlay(at_config_set *def, const at_config_set *near, int64_t max_m)
   return 1;
 }
 
+/* Every entry of an answer for an (N, K) nobody tuned made for that (N, K) (at_config_for_shape):
+ * the default file's, a nearest file's and the model's configs were measured on other shapes, and
+ * one may hold its own K's scales (SCALE_KB), which on another K would take shared memory for
+ * nothing or read the scales from global memory, 2-3% slower than the form without them. */
+static void for_shape_all(const at_op *op, at_config_set *set, int64_t n, int64_t k) {
+  for (int b = 0; b < AT_NBUCKETS; b++)
+    if (set->bucket[b].valid) at_config_for_shape(op, &set->bucket[b], n, k);
+  for (int i = 0; i < set->nmleq; i++)
+    if (set->mleq[i].valid) at_config_for_shape(op, &set->mleq[i], n, k);
+}
+
 /* The configs directory's file names, sorted; NULL (a warning) when it cannot be opened. */
 static char **list_dir(const at_lookup_req *q, size_t *n) {
   DIR *dir = opendir(q->configs_dir);
@@ -410,7 +421,9 @@ static int tuned_above(at_config_set *set, const at_time_model *tm, const at_op 
       if (!kept[j - 1]) continue;
       if (!put_entry(set, TUNED_ABOVE_M[j - 1], &keep[j - 1])) break;
     }
-    if (!put_entry(set, TUNED_ABOVE_M[j], &tm->configs[pick[j]])) break;
+    at_config c = tm->configs[pick[j]];
+    at_config_for_shape(op, &c, q->n, q->k); /* at_tm_best kept only configs that hold it */
+    if (!put_entry(set, TUNED_ABOVE_M[j], &c)) break;
     taken++;
   }
   return taken;
@@ -566,6 +579,7 @@ int at_lookup(const at_lookup_req *q, at_lookup_result *out) {
         snprintf(out->path, sizeof out->path, "%s", model_path);
         found = 1;
       }
+      if (found) for_shape_all(op, &out->set, q->n, q->k);
       free(model);
     }
     for (size_t i = 0; i < n; i++) free(names[i]);

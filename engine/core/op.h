@@ -83,6 +83,14 @@ typedef struct at_op {
    * (the time model passes 0: it scores the config itself). NULL: the runtime launches configs as
    * they were measured. The time model composes it into its predictions (timemodel.h). */
   double (*plan_factor)(const char *family, const at_params *p, const at_shape *s, int sm_count, int untuned);
+  /* A parameter whose nonzero value the shape sets rather than the tuner (the sm90 family's
+   * SCALE_KB, which spaces constrain to K / 128); NULL: none. Configs that differ only in its
+   * nonzero value are one config to the time model, and a config measured on one (N, K) is given
+   * its value for another before it is launched there (at_config_for_shape). */
+  const char *shape_param;
+  /* Its value for a config with it nonzero, on shape s: 0 where the config cannot hold it there
+   * (it then runs the form without it, which the tuner measured as another config). */
+  int64_t (*shape_value)(const char *family, const at_params *p, const at_shape *s);
 } at_op;
 
 const at_op *at_op_find(const char *name);

@@ -212,10 +212,13 @@ static int best_of(const at_time_model *tm, const at_op *op, int plan, int64_t m
                    int skip_nk) {
   int near[AT_TM_NEAR];
   const int nn = nearest(tm, m, n, k, skip_nk, near);
+  const at_op *of = at_op_find(tm->op); /* measured alone or not, a config runs on (n, k) as it can */
   int best = -1;
   double best_t = 0;
   for (int i = 0; i < tm->nconfigs; i++) {
     if (op && !fits_m(&tm->configs[i], m)) continue;
+    at_config on = tm->configs[i];
+    if (!at_config_for_shape(of, &on, n, k)) continue; /* its form without the shape parameter is another config */
     if (plan && op && op->plan_factor && m == PLAN_M && block_m(&tm->configs[i]) == 192) continue;
     double t = plan ? planned_near(tm, op, i, m, n, k, sm_count, near, nn)
                     : predict_near(tm, i, m, n, k, sm_count, near, nn);
@@ -234,8 +237,9 @@ int at_tm_best_unseen(const at_time_model *tm, int64_t m, int64_t n, int64_t k, 
 
 double at_tm_predict_config(const at_time_model *tm, const at_config *c, int64_t m, int64_t n, int64_t k,
                             int sm_count) {
+  const at_op *of = at_op_find(tm->op);
   for (int i = 0; c && i < tm->nconfigs; i++)
-    if (at_config_same_kernel(&tm->configs[i], c)) return at_tm_predict(tm, i, m, n, k, sm_count);
+    if (at_config_same_but_shape(of, &tm->configs[i], c)) return at_tm_predict(tm, i, m, n, k, sm_count);
   return 0;
 }
 
@@ -254,8 +258,9 @@ void at_tm_answer(const at_time_model *tm, const at_op *op, int plan, int64_t n,
     int e = out->nmleq++;
     out->mleq_m[e] = GRID[g];
     out->mleq[e] = tm->configs[i];
+    at_config_for_shape(at_op_find(tm->op), &out->mleq[e], n, k); /* best_of kept only those that hold it */
     out->mleq_time_us[e] = 0; /* a prediction, not a measurement */
-    out->bucket[AT_BUCKET_ANY] = tm->configs[i]; /* beyond the grid: the largest M's */
+    out->bucket[AT_BUCKET_ANY] = out->mleq[e]; /* beyond the grid: the largest M's */
   }
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "op.h"
 #include "util.h"
 
 typedef struct row {
@@ -40,6 +41,46 @@ static int load_rows(at_store *db, const at_device_entry *dev, const char *op, c
     free(tr);
   }
   free(nks);
+  return rc;
+}
+
+/* Does c have op's shape parameter set (op.h)? */
+static int has_shape_param(const at_op *op, const at_config *c) {
+  if (!op || !op->shape_param) return 0;
+  for (int i = 0; i < c->nparams; i++)
+    if (strcmp(c->names[i], op->shape_param) == 0) return c->values[i] != 0;
+  return 0;
+}
+
+/* Rows sorted by candidate: each row's cand becomes the smallest candidate id among those that
+ * differ from it only in the op's shape parameter (at_config_same_but_shape), then rows are sorted
+ * by that again. */
+static int group_shape_param(at_store *db, const at_op *op, row *rows, size_t nrows) {
+  if (!op || !op->shape_param || !nrows) return AT_OK;
+  size_t nc = 0;
+  int64_t *ids = at_xcalloc(nrows, sizeof *ids), *grp = at_xcalloc(nrows, sizeof *grp);
+  for (size_t r = 0; r < nrows; r++)
+    if (r == 0 || rows[r].cand != rows[r - 1].cand) ids[nc++] = rows[r].cand;
+  at_config *cfg = at_xcalloc(nc, sizeof *cfg);
+  int rc = AT_OK, *has = at_xcalloc(nc, sizeof *has);
+  for (size_t j = 0; j < nc && rc == AT_OK; j++) {
+    rc = at_store_candidate_config(db, ids[j], &cfg[j]);
+    has[j] = rc == AT_OK && has_shape_param(op, &cfg[j]);
+    grp[j] = ids[j];
+    for (size_t i = 0; i < j && has[j]; i++)
+      if (has[i] && at_config_same_but_shape(op, &cfg[i], &cfg[j])) {
+        grp[j] = grp[i];
+        break;
+      }
+  }
+  if (rc == AT_OK) {
+    for (size_t r = 0, j = 0; r < nrows; r++) {
+      while (ids[j] != rows[r].cand) j++; /* both ascend */
+      rows[r].cand = grp[j];
+    }
+    qsort(rows, nrows, sizeof *rows, cmp_cand);
+  }
+  free(ids), free(grp), free(cfg), free(has);
   return rc;
 }
 
@@ -85,8 +126,13 @@ int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const
   if (rc) return free(rows), rc;
   st->shapes = nshapes;
   qsort(rows, nrows, sizeof *rows, cmp_cand);
-  int need = (int)ceil(nshapes * (min_share / 100.0));
-  if (need < 2 * AT_TM_NF) need = 2 * AT_TM_NF;
+  const at_op *opd = at_op_find(op);
+  rc = group_shape_param(db, opd, rows, nrows);
+  if (rc) return free(rows), rc;
+  /* Each shape's (M, N, K), for the shares of configs that only some shapes can hold. */
+  int64_t(*shp)[3] = at_xcalloc(nshapes ? (size_t)nshapes : 1, sizeof *shp);
+  for (size_t r = 0; r < nrows; r++)
+    shp[rows[r].shape][0] = rows[r].m, shp[rows[r].shape][1] = rows[r].n, shp[rows[r].shape][2] = rows[r].k;
   snprintf(out->op, sizeof out->op, "%s", op);
   snprintf(out->tag, sizeof out->tag, "%s", tag);
   snprintf(out->device_name, sizeof out->device_name, "%s", dev->name);
@@ -109,6 +155,16 @@ int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const
     at_config c;
     rc = at_store_candidate_config(db, rows[a].cand, &c);
     if (rc) break;
+    int held = nshapes; /* the shapes this config can run on */
+    if (has_shape_param(opd, &c)) {
+      held = 0;
+      for (int sh = 0; sh < nshapes; sh++) {
+        at_config on = c;
+        held += at_config_for_shape(opd, &on, shp[sh][1], shp[sh][2]);
+      }
+    }
+    int need = (int)ceil(held * (min_share / 100.0));
+    if (need < 2 * AT_TM_NF) need = 2 * AT_TM_NF;
     int n = 0;
     for (size_t r = a; r < b; r++)
       if (at_tm_features(&c, rows[r].m, rows[r].n, rows[r].k, sm_count, x[n]) == 0) t[n++] = rows[r].t;
@@ -154,10 +210,10 @@ int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const
     st->results += n;
   }
   if (rc == AT_OK && out->nconfigs == 0)
-    rc = at_fail(AT_ERR_INPUT, "model: no config of %s/%s was measured on %d of the %d shapes (%d%%); fit from a menu run",
-                 op, tag, need, nshapes, min_share);
+    rc = at_fail(AT_ERR_INPUT, "model: no config of %s/%s was measured on %d%% of the %d shapes it can run on (and 10 at least); fit from a menu run",
+                 op, tag, min_share, nshapes);
   if (rc == AT_OK) regret(out, rows, nrows, cand_of, nshapes, sm_count, st);
-  free(x), free(t), free(rows), free(cand_of);
+  free(x), free(t), free(rows), free(cand_of), free(shp);
   if (rc) at_tm_free(out);
   return rc;
 }

@@ -4,7 +4,12 @@
  * A config enters the model when it was measured on at least min_share percent of the shapes the
  * DB has for that (op, tag) (and on 8 at least): a model of a config measured only where the
  * tuner's pruning let it run would extrapolate blindly. So the DB to fit from is a menu run, every
- * config of the menu on every shape (scripts/menu_space.py, docs/usage.md). */
+ * config of the menu on every shape (scripts/menu_space.py, docs/usage.md).
+ *
+ * Candidates that differ only in the op's shape parameter (op.h: the sm90 family's SCALE_KB, which
+ * a menu sets to K / 128 on each shape) are fitted as one config, stored with the value of the
+ * first of them (the lookup sets it for the asked shape, at_config_for_shape); its share counts
+ * the shapes that can hold it only. */
 #ifndef AT_TIMEMODEL_FIT_H
 #define AT_TIMEMODEL_FIT_H
 

@@ -9,6 +9,7 @@
 
 #include "../../templates/gemm_a8w8_blockscale_args.h"
 #include "../core/error.h"
+#include "../core/limits.h"
 #include "../core/op.h"
 #include "gemm_a8w8_blockscale_tail.h"
 
@@ -245,6 +246,21 @@ static double plan_factor(const char *family, const at_params *p, const at_shape
   return t.split && t.before > 0 && t.after > 0 ? t.after / t.before : 1.0;
 }
 
+/* SCALE_KB on shape s: K / 128, where the slots can hold it (a multiple of 4 up to the parameter's
+ * range, and the shared memory of the config's stages with slots of that size within sm_90a's
+ * opt-in limit); 0 elsewhere, the form without it. A larger SCALE_KB would take shared memory for
+ * nothing; with a smaller one the kernel reads the scales from global memory through generic loads,
+ * 2-3% slower than the form without it (docs/perf.md, "A unit's scales in shared memory"). */
+static int64_t shape_value(const char *family, const at_params *p, const at_shape *s) {
+  const int64_t kb = s->k / 128;
+  at_limits lim;
+  if (strcmp(family, "sm90") != 0 || kb % 4 || kb > 128 || at_limits_for_arch("sm_90a", &lim)) return 0;
+  const int64_t bm = at_params_get(p, "BLOCK_M", 0), bn = at_params_get(p, "BLOCK_N", 0);
+  const int64_t smem = sm90_smem_bytes(bm, bn, at_params_get(p, "STAGES", 0), at_params_get(p, "CLUSTER_K", 1),
+                                       at_params_get(p, "STORE", 0), at_params_get(p, "SWAP_AB", 0), kb);
+  return smem <= lim.max_smem_per_block ? kb : 0;
+}
+
 const at_op at_op_gemm_a8w8_blockscale = {
     .name = "gemm_a8w8_blockscale",
     .builtin = {"mma", "mma", "gemm_a8w8_blockscale_mma.cuh",
@@ -262,6 +278,8 @@ const at_op at_op_gemm_a8w8_blockscale = {
     .flops = flops,
     .min_bytes = min_bytes,
     .plan_factor = plan_factor,
+    .shape_param = "SCALE_KB",
+    .shape_value = shape_value,
 };
 
 _Static_assert(sizeof(at_gemm_a8w8_blockscale_args) == 96, "kernel ABI struct changed size");

@@ -6,7 +6,10 @@
   gives the committed file back, byte for byte (so the output is in `autotune export`'s layout,
   which test_export checks for committed files); a file without the top-level copies is refused.
 - scripts/one_config_dirs.py: one file per (N, K) of the shape file, each answering with the config
-  given (defaults filled in); a PARAMS that is not a JSON object is refused."""
+  given (defaults filled in); a PARAMS that is not a JSON object is refused.
+- scripts/menu_space.py: from the committed files, every config once; those that hold their scales
+  in shared memory (SCALE_KB) in variants of their own whose SCALE_KB follows K, the others without
+  it."""
 import glob
 import json
 import os
@@ -92,6 +95,26 @@ with tempfile.TemporaryDirectory() as tmp:
               all(j["buckets"][b]["params"] == p for b in j["buckets"]), "every bucket the config, defaults filled in")
     r = run(one, out, shapes, "--", "X=[1]")
     check(r.returncode != 0 and "expected NAME=" in r.stderr, "a PARAMS that is not an object refused")
+
+    menu = os.path.join(ROOT, "scripts", "menu_space.py")
+    r = run(menu, os.path.join(ROOT, "configs"), os.path.join(ROOT, "search_spaces", "menu_extra.json"))
+    want = set()  # (scales in shared memory, the config's parameters but SCALE_KB) the files name
+    for f in files:
+        j = json.load(open(f))
+        for e in list(j["buckets"].values()) + list(j.get("per_M", {}).values()):
+            p = dict(e["params"])
+            want.add((p.pop("SCALE_KB", 0) != 0, json.dumps(p, sort_keys=True)))
+    blocks = r.stdout.split("\n  - name: ")[1:] if r.returncode == 0 else []
+    scales = [b for b in blocks if "SCALE_KB" in b]
+    check(r.returncode == 0 and scales and all(b.split("\n")[0].endswith("_scales") for b in scales),
+          f"the configs with SCALE_KB in variants of their own ({r.stderr.strip()})")
+    check(all('scale_kb: "SCALE_KB == K / 128"' in b and "SCALE_KB: [4, 8, 12," in b and ", 124, 128]" in b for b in scales),
+          "their SCALE_KB follows K, every multiple of 4 to 128")
+    n_terms = sum(b.count(" && CLUSTER_K == ") for b in blocks)
+    m = re.search(r"menu: (\d+) configs", r.stderr)
+    check(m and int(m.group(1)) == n_terms and n_terms >= len(want), f"every config once: {n_terms} terms, {len(want)} named")
+    check(n_terms >= sum(1 for w in want if w[0]) + 1 and sum(b.count(" && CLUSTER_K == ") for b in scales) == sum(1 for w in want if w[0]),
+          "as many with SCALE_KB as the files name")
 
 print(f"{checks} checks, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -550,6 +550,174 @@ static void model_above(void) {
 }
 
 /* file written as dir's tuned file for (file->n, file->k), then the lookup of that (N, K). */
+/* 128 x 128 tiles in pairs with SCALE_KB (the op's shape parameter) kb, 5 stages: its slots hold
+ * whole rows up to K = 4096 (32 k-blocks) beside those stages, not at K = 7168. */
+static at_config scale_config(int kb) {
+  at_config c = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_K\":1,\"CLUSTER_M\":2,\"CLUSTER_N\":1,"
+                            "\"GROUP_M\":8,\"KPIPE\":2,\"PINGPONG\":0,\"RESCALE\":0,\"SCALE_KB\":0,\"SPLIT_K\":1,"
+                            "\"STAGES\":5,\"STORE\":0,\"UNSPLIT\":1}");
+  snprintf(c.variant, sizeof c.variant, "sm90_scales");
+  snprintf(c.entry, sizeof c.entry, "gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, 0, UNSPLIT, PINGPONG, "
+                                     "CLUSTER_M, CLUSTER_N, KPIPE, RESCALE, STORE, CLUSTER_K, 0, SCALE_KB>");
+  for (int i = 0; i < c.nparams; i++)
+    if (!strcmp(c.names[i], "SCALE_KB")) c.values[i] = kb;
+  return c;
+}
+
+static int64_t scale_kb_of(const at_config *c) {
+  CHECK(c != NULL);
+  for (int i = 0; c && i < c->nparams; i++)
+    if (!strcmp(c->names[i], "SCALE_KB")) return c->values[i];
+  return -1;
+}
+
+/* SCALE_KB follows the shape (op.h, shape_param): a config measured with K / 128 on one K is one
+ * config to the model and gets the asked K's value, or 0 (its form without it) where the slots
+ * cannot hold it: K / 128 not a multiple of 4, above 128, or beyond the shared memory. */
+static void shape_param(void) {
+  const at_op *op = at_op_find("gemm_a8w8_blockscale");
+  CHECK(op != NULL && op->shape_param != NULL && !strcmp(op->shape_param, "SCALE_KB"));
+  if (!op) return;
+  at_config a = scale_config(16), b = scale_config(32), off = scale_config(0);
+  CHECK(!at_config_same_kernel(&a, &b));
+  CHECK(at_config_same_but_shape(op, &a, &b));
+  CHECK(!at_config_same_but_shape(op, &a, &off));
+  CHECK(at_config_same_but_shape(op, &off, &off));
+  CHECK(!at_config_same_but_shape(NULL, &a, &b));
+  CHECK_EQ_INT(at_config_for_shape(op, &a, 4096, 4096), 1);
+  CHECK_EQ_INT(scale_kb_of(&a), 32);
+  CHECK_EQ_INT(at_config_for_shape(op, &a, 4096, 1024), 1);
+  CHECK_EQ_INT(scale_kb_of(&a), 8);
+  at_config c = scale_config(16);
+  CHECK_EQ_INT(at_config_for_shape(op, &c, 4096, 1152), 0); /* 9 k-blocks */
+  CHECK_EQ_INT(scale_kb_of(&c), 0);
+  c = scale_config(16);
+  CHECK_EQ_INT(at_config_for_shape(op, &c, 4096, 7168), 0); /* 56 k-blocks: 253 KB of shared memory */
+  CHECK_EQ_INT(scale_kb_of(&c), 0);
+  c = scale_config(16);
+  CHECK_EQ_INT(at_config_for_shape(op, &c, 4096, 132 * 128), 0); /* above the parameter's 128 */
+  CHECK_EQ_INT(at_config_for_shape(op, &off, 4096, 4096), 1);     /* nothing to give */
+  CHECK_EQ_INT(scale_kb_of(&off), 0);
+  at_config m = mma_config(64, 64);
+  CHECK_EQ_INT(at_config_for_shape(op, &m, 4096, 1152), 1);
+
+  /* The model's answer: the config with the scales (faster by its coefficients) where it fits,
+   * with the asked K's value; the other where it does not. */
+  at_time_model tm = two_configs();
+  tm.configs[0] = scale_config(16);
+  tm.configs[1] = scale_config(0);
+  const double fast[AT_TM_NF] = {1, 0.9, 0, 0, 0}, slow[AT_TM_NF] = {1, 1.0, 0, 0, 0};
+  memcpy(tm.coef[0], fast, sizeof fast);
+  memcpy(tm.coef[1], slow, sizeof slow);
+  at_config_set cs;
+  at_tm_answer(&tm, op, 1, 4096, 4096, 0, &cs);
+  int e = -1;
+  CHECK_EQ_INT(scale_kb_of(at_config_for_m(&cs, 1024, &e)), 32);
+  CHECK_EQ_INT(scale_kb_of(&cs.bucket[AT_BUCKET_ANY]), 32);
+  at_tm_answer(&tm, op, 1, 576, 7168, 0, &cs);
+  CHECK_EQ_INT(scale_kb_of(at_config_for_m(&cs, 1024, &e)), 0);
+  at_tm_answer(&tm, op, 1, 4096, 1152, 0, &cs);
+  CHECK_EQ_INT(scale_kb_of(at_config_for_m(&cs, 1024, &e)), 0);
+  CHECK_EQ_INT(at_tm_best_unseen(&tm, 1024, 576, 7168, 0), 1); /* the fit's regret likewise */
+  /* A file's config with another K's value is the model's config all the same. */
+  at_config mine = scale_config(8);
+  CHECK(fabs(at_tm_predict_config(&tm, &mine, 1024, 4096, 4096, 0) - at_tm_predict(&tm, 0, 1024, 4096, 4096, 0)) < 1e-12);
+
+  /* The lookup without a model: the nearest tuned file's decode entries, made for the asked K. */
+  char *dir = at_path_join(TMP, "configs_shape");
+  CHECK_EQ_INT(at_mkdirs(dir), AT_OK);
+  at_config_set def = syn_default();
+  def.bucket[AT_BUCKET_ANY] = scale_config(0);
+  char *text = at_config_set_to_json(&def);
+  write_text(dir, "sm90-GEMM-SYN.json", text);
+  free(text);
+  at_config_set near = def;
+  near.n = 1024, near.k = 2048;
+  near.nmleq = 1;
+  near.mleq_m[0] = 16, near.mleq[0] = scale_config(16);
+  text = at_config_set_to_json(&near);
+  write_text(dir, "sm90-GEMM-SYN-N=1024-K=2048.json", text);
+  free(text);
+  at_lookup_result *r = ask(dir, 1024, 4096);
+  CHECK_EQ_INT(r->source, AT_SRC_DEFAULT_FILE);
+  CHECK_EQ_INT(scale_kb_of(at_config_for_m(&r->set, 16, &e)), 32);
+  r = ask(dir, 1024, 1152);
+  CHECK_EQ_INT(scale_kb_of(at_config_for_m(&r->set, 16, &e)), 0);
+  r = ask(dir, 1024, 2048); /* its own file: as tuned */
+  CHECK_EQ_INT(r->source, AT_SRC_NK_FILE);
+  CHECK_EQ_INT(scale_kb_of(at_config_for_m(&r->set, 16, &e)), 16);
+  at_tm_free(&tm);
+  free(dir);
+}
+
+/* A menu run's DB in which the scale config was measured with SCALE_KB = K / 128 on each shape that
+ * can hold it (32 of the 40: not at K = 7168), a candidate per K, and the config without it on all:
+ * the fit makes one config of the first four candidates, whose share counts the 32 shapes only. */
+static void fit_shape_param(void) {
+  char *db = at_path_join(TMP, "menu_shape.db"), *out = at_path_join(TMP, "models_shape"),
+       *log = at_path_join(TMP, "model_shape.txt");
+  at_store *s;
+  CHECK_EQ_INT(at_store_open(db, &s), AT_OK);
+  at_device_row d = {"NVIDIA H100 80GB HBM3", "sm_90a", "GPU-x", "13.0", 90, 132, 50 << 20, 232448, 80LL << 30};
+  int64_t dev, variant;
+  CHECK_EQ_INT(at_store_device(s, &d, &dev), AT_OK);
+  const at_config proto = scale_config(0);
+  CHECK_EQ_INT(at_store_variant(s, "gemm_a8w8_blockscale", "sm90_scales", "sm90", "/x/gemm_a8w8_blockscale_sm90.cuh",
+                                proto.entry, "h", 0, &variant),
+               AT_OK);
+  const double fast[AT_TM_NF] = {2, 0.9, 0.01, 0, 0.5}, slow[AT_TM_NF] = {2, 1.0, 0.01, 0, 0.5};
+  int64_t plain_id = 0, n_cand = 0;
+  int shape = 0;
+  for (size_t a = 0; a < sizeof NKS / sizeof NKS[0]; a++)
+    for (size_t b = 0; b < sizeof MS / sizeof MS[0]; b++, shape++) {
+      int64_t p;
+      CHECK_EQ_INT(at_store_problem(s, "gemm_a8w8_blockscale", "SYN", MS[b], NKS[a][0], NKS[a][1], &p), AT_OK);
+      for (int with = 0; with < 2; with++) {
+        at_config c = scale_config(with ? (int)(NKS[a][1] / 128) : 0);
+        if (with && NKS[a][1] == 7168) continue; /* the menu's space leaves it out: too much shared memory */
+        char key[64];
+        snprintf(key, sizeof key, "key-%lld", (long long)(with ? NKS[a][1] : 0));
+        char *params = at_config_params_json(&c);
+        at_cand_row row = {.compile_key = key, .variant_id = variant, .params = params, .name_expr = "x", .arch = "sm_90a", .ok = 1};
+        int64_t id;
+        CHECK_EQ_INT(at_store_put_candidate(s, &row, &id), AT_OK);
+        free(params);
+        if (!with) plain_id = id;
+        n_cand = id > n_cand ? id : n_cand;
+        const double t = model_time(&c, with ? fast : slow, MS[b], NKS[a][0], NKS[a][1]);
+        at_result_row r = {.candidate_id = id, .problem_id = p, .device_id = dev, .status = "ok", .time_us = t,
+                           .samples = 10, .max_abs_err = 0.001};
+        CHECK_EQ_INT(at_store_put_result(s, &r), AT_OK);
+      }
+    }
+  at_store_close(s);
+  CHECK(plain_id > 0 && n_cand >= 4);
+  CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--out", out, (const char *)NULL), 0);
+  char *p = at_path_join(out, "sm90-GEMM-SYN-model.json");
+  at_json *j = NULL;
+  at_time_model got;
+  CHECK_EQ_INT(at_json_load(p, &j), AT_OK);
+  CHECK_EQ_INT(at_tm_from_json(p, j, &got), AT_OK);
+  CHECK_EQ_INT(got.nconfigs, 2);
+  for (int i = 0; i < got.nconfigs; i++) {
+    const int with = scale_kb_of(&got.configs[i]) != 0;
+    CHECK_EQ_INT(got.shapes[i], with ? 32 : 40);
+    for (int k = 0; k < AT_TM_NF; k++) {
+      const double want = with ? fast[k] : slow[k];
+      CHECK(fabs(got.coef[i][k] - want) <= 1e-4 * (1 + fabs(want)));
+    }
+  }
+  at_tm_free(&got);
+  at_json_free(j);
+  char *text = NULL;
+  size_t len = 0;
+  CHECK_EQ_INT(at_read_file(log, 1 << 20, &text, &len), AT_OK);
+  CHECK_CONTAINS(text, "2 configs from 72 results on 40 shapes");
+  CHECK_CONTAINS(text, "costs 1.000x the best time measured");
+  free(text);
+  free(p), free(db), free(out), free(log);
+}
+
 static at_lookup_result *ask_tuned(const char *dir, const at_config_set *file) {
   char name[96], *text = at_config_set_to_json(file);
   snprintf(name, sizeof name, "sm90-GEMM-SYN-N=%lld-K=%lld.json", (long long)file->n, (long long)file->k);
@@ -832,5 +1000,7 @@ int main(int argc, char **argv) {
   model_above();
   tuned_above();
   fit_from_db();
+  shape_param();
+  fit_shape_param();
   return check_summary();
 }
