@@ -117,8 +117,7 @@ int at_config_same_kernel(const at_config *a, const at_config *b) {
   return strcmp(a->family, b->family) == 0 && strcmp(a->template_name, b->template_name) == 0 && same_params(a, b);
 }
 
-/* The index of op's shape parameter in c, -1 when c has none or it is 0. */
-static int shape_index(const at_op *op, const at_config *c) {
+int at_config_shape_param(const at_op *op, const at_config *c) {
   if (!op || !op->shape_param) return -1;
   for (int i = 0; i < c->nparams; i++)
     if (strcmp(c->names[i], op->shape_param) == 0) return c->values[i] ? i : -1;
@@ -126,7 +125,7 @@ static int shape_index(const at_op *op, const at_config *c) {
 }
 
 int at_config_same_but_shape(const at_op *op, const at_config *a, const at_config *b) {
-  const int ia = shape_index(op, a), ib = shape_index(op, b);
+  const int ia = at_config_shape_param(op, a), ib = at_config_shape_param(op, b);
   if (ia < 0 || ib < 0 || ia != ib) return at_config_same_kernel(a, b);
   at_config b2 = *b;
   b2.values[ib] = a->values[ia];
@@ -134,7 +133,7 @@ int at_config_same_but_shape(const at_op *op, const at_config *a, const at_confi
 }
 
 int at_config_for_shape(const at_op *op, at_config *c, int64_t n, int64_t k) {
-  const int i = shape_index(op, c);
+  const int i = at_config_shape_param(op, c);
   if (i < 0 || !op->shape_value) return 1;
   const char *names[AT_MAX_PARAMS];
   const at_params p = at_config_params(c, names);

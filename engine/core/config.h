@@ -74,6 +74,8 @@ int at_config_same(const at_config *a, const at_config *b);
  * name: files and the time model's menu name one config differently. */
 int at_config_same_kernel(const at_config *a, const at_config *b);
 
+/* The index of op's shape parameter (op.h, shape_param) in c when c has it nonzero, else -1. */
+int at_config_shape_param(const at_op *op, const at_config *c);
 /* at_config_same_kernel, but a nonzero value of op's shape parameter (op.h) matches any nonzero
  * value: one config to the time model, whatever shape it was measured on. */
 int at_config_same_but_shape(const at_op *op, const at_config *a, const at_config *b);

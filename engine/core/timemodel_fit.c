@@ -44,14 +44,6 @@ static int load_rows(at_store *db, const at_device_entry *dev, const char *op, c
   return rc;
 }
 
-/* Does c have op's shape parameter set (op.h)? */
-static int has_shape_param(const at_op *op, const at_config *c) {
-  if (!op || !op->shape_param) return 0;
-  for (int i = 0; i < c->nparams; i++)
-    if (strcmp(c->names[i], op->shape_param) == 0) return c->values[i] != 0;
-  return 0;
-}
-
 /* Rows sorted by candidate: each row's cand becomes the smallest candidate id among those that
  * differ from it only in the op's shape parameter (at_config_same_but_shape), then rows are sorted
  * by that again. */
@@ -65,7 +57,7 @@ static int group_shape_param(at_store *db, const at_op *op, row *rows, size_t nr
   int rc = AT_OK, *has = at_xcalloc(nc, sizeof *has);
   for (size_t j = 0; j < nc && rc == AT_OK; j++) {
     rc = at_store_candidate_config(db, ids[j], &cfg[j]);
-    has[j] = rc == AT_OK && has_shape_param(op, &cfg[j]);
+    has[j] = rc == AT_OK && at_config_shape_param(op, &cfg[j]) >= 0;
     grp[j] = ids[j];
     for (size_t i = 0; i < j && has[j]; i++)
       if (has[i] && at_config_same_but_shape(op, &cfg[i], &cfg[j])) {
@@ -156,7 +148,7 @@ int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const
     rc = at_store_candidate_config(db, rows[a].cand, &c);
     if (rc) break;
     int held = nshapes; /* the shapes this config can run on */
-    if (has_shape_param(opd, &c)) {
+    if (at_config_shape_param(opd, &c) >= 0) {
       held = 0;
       for (int sh = 0; sh < nshapes; sh++) {
         at_config on = c;

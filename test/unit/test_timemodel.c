@@ -650,21 +650,47 @@ static void shape_param(void) {
   free(dir);
 }
 
+/* A new menu DB at path, with the H100 the fits below were measured on (its id into *dev) and one
+ * variant (its id into *variant). */
+static at_store *menu_db(const char *path, const char *variant_name, const char *family, const char *tpl,
+                         const char *entry, int64_t *dev, int64_t *variant) {
+  at_store *s = NULL;
+  CHECK_EQ_INT(at_store_open(path, &s), AT_OK);
+  at_device_row d = {"NVIDIA H100 80GB HBM3", "sm_90a", "GPU-x", "13.0", 90, 132, 50 << 20, 232448, 80LL << 30};
+  CHECK_EQ_INT(at_store_device(s, &d, dev), AT_OK);
+  CHECK_EQ_INT(at_store_variant(s, "gemm_a8w8_blockscale", variant_name, family, tpl, entry, "h", 0, variant), AT_OK);
+  return s;
+}
+
+/* What `autotune model` wrote for tag SYN into out: its file parsed into *got (*j: the JSON, which
+ * the caller frees). */
+static void read_model(const char *out, at_json **j, at_time_model *got) {
+  char *p = at_path_join(out, "sm90-GEMM-SYN-model.json");
+  *j = NULL;
+  CHECK_EQ_INT(at_json_load(p, j), AT_OK);
+  CHECK_EQ_INT(at_tm_from_json(p, *j, got), AT_OK);
+  free(p);
+}
+
+/* Does the file at path (autotune model's output) contain each of the texts? */
+static void log_says(const char *path, const char *a, const char *b) {
+  char *text = NULL;
+  size_t len = 0;
+  CHECK_EQ_INT(at_read_file(path, 1 << 20, &text, &len), AT_OK);
+  CHECK_CONTAINS(text, a);
+  CHECK_CONTAINS(text, b);
+  free(text);
+}
+
 /* A menu run's DB in which the scale config was measured with SCALE_KB = K / 128 on each shape that
  * can hold it (32 of the 40: not at K = 7168), a candidate per K, and the config without it on all:
  * the fit makes one config of the first four candidates, whose share counts the 32 shapes only. */
 static void fit_shape_param(void) {
   char *db = at_path_join(TMP, "menu_shape.db"), *out = at_path_join(TMP, "models_shape"),
        *log = at_path_join(TMP, "model_shape.txt");
-  at_store *s;
-  CHECK_EQ_INT(at_store_open(db, &s), AT_OK);
-  at_device_row d = {"NVIDIA H100 80GB HBM3", "sm_90a", "GPU-x", "13.0", 90, 132, 50 << 20, 232448, 80LL << 30};
   int64_t dev, variant;
-  CHECK_EQ_INT(at_store_device(s, &d, &dev), AT_OK);
   const at_config proto = scale_config(0);
-  CHECK_EQ_INT(at_store_variant(s, "gemm_a8w8_blockscale", "sm90_scales", "sm90", "/x/gemm_a8w8_blockscale_sm90.cuh",
-                                proto.entry, "h", 0, &variant),
-               AT_OK);
+  at_store *s = menu_db(db, "sm90_scales", "sm90", "/x/gemm_a8w8_blockscale_sm90.cuh", proto.entry, &dev, &variant);
   const double fast[AT_TM_NF] = {2, 0.9, 0.01, 0, 0.5}, slow[AT_TM_NF] = {2, 1.0, 0.01, 0, 0.5};
   int64_t plain_id = 0, n_cand = 0;
   int shape = 0;
@@ -693,11 +719,9 @@ static void fit_shape_param(void) {
   at_store_close(s);
   CHECK(plain_id > 0 && n_cand >= 4);
   CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--out", out, (const char *)NULL), 0);
-  char *p = at_path_join(out, "sm90-GEMM-SYN-model.json");
-  at_json *j = NULL;
+  at_json *j;
   at_time_model got;
-  CHECK_EQ_INT(at_json_load(p, &j), AT_OK);
-  CHECK_EQ_INT(at_tm_from_json(p, j, &got), AT_OK);
+  read_model(out, &j, &got);
   CHECK_EQ_INT(got.nconfigs, 2);
   for (int i = 0; i < got.nconfigs; i++) {
     const int with = scale_kb_of(&got.configs[i]) != 0;
@@ -709,13 +733,8 @@ static void fit_shape_param(void) {
   }
   at_tm_free(&got);
   at_json_free(j);
-  char *text = NULL;
-  size_t len = 0;
-  CHECK_EQ_INT(at_read_file(log, 1 << 20, &text, &len), AT_OK);
-  CHECK_CONTAINS(text, "2 configs from 72 results on 40 shapes");
-  CHECK_CONTAINS(text, "costs 1.000x the best time measured");
-  free(text);
-  free(p), free(db), free(out), free(log);
+  log_says(log, "2 configs from 72 results on 40 shapes", "costs 1.000x the best time measured");
+  free(db), free(out), free(log);
 }
 
 static at_lookup_result *ask_tuned(const char *dir, const at_config_set *file) {
@@ -887,14 +906,8 @@ static double third_time(int shape) { return 1000.0 * (1 + 0.1 * (shape % 4)); }
 
 static void fit_from_db(void) {
   char *db = at_path_join(TMP, "menu.db"), *out = at_path_join(TMP, "models"), *log = at_path_join(TMP, "model.txt");
-  at_store *s;
-  CHECK_EQ_INT(at_store_open(db, &s), AT_OK);
-  at_device_row d = {"NVIDIA H100 80GB HBM3", "sm_90a", "GPU-x", "13.0", 90, 132, 50 << 20, 232448, 80LL << 30};
   int64_t dev, variant, cand[3];
-  CHECK_EQ_INT(at_store_device(s, &d, &dev), AT_OK);
-  CHECK_EQ_INT(at_store_variant(s, "gemm_a8w8_blockscale", "mma", "mma", "/x/gemm_a8w8_blockscale_mma.cuh", ENTRY, "h", 0,
-                                &variant),
-               AT_OK);
+  at_store *s = menu_db(db, "mma", "mma", "/x/gemm_a8w8_blockscale_mma.cuh", ENTRY, &dev, &variant);
   at_time_model tm = two_configs();
   at_config third = mma_config(64, 128);
   for (int c = 0; c < 3; c++) {
@@ -938,12 +951,8 @@ static void fit_from_db(void) {
   for (int i = 0; i < got.nconfigs * got.nfit; i++) CHECK(!isnan(got.resid[i]) && fabs(got.resid[i]) <= 1e-3);
   at_tm_free(&got);
   at_json_free(j);
-  char *text = NULL;
-  size_t len = 0;
-  CHECK_EQ_INT(at_read_file(log, 1 << 20, &text, &len), AT_OK);
-  CHECK_CONTAINS(text, "2 configs from 80 results on 40 shapes (1 measured on fewer than 90% of them");
-  CHECK_CONTAINS(text, "costs 1.000x the best time measured");
-  free(text);
+  log_says(log, "2 configs from 80 results on 40 shapes (1 measured on fewer than 90% of them",
+           "costs 1.000x the best time measured");
   /* With --min-share 50 the third enters too. */
   CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--out", out, "--min-share", "50", (const char *)NULL), 0);
   CHECK_EQ_INT(at_json_load(p, &j), AT_OK);
