@@ -80,8 +80,9 @@ int at_config_shape_param(const at_op *op, const at_config *c);
  * value: one config to the time model, whatever shape it was measured on. */
 int at_config_same_but_shape(const at_op *op, const at_config *a, const at_config *b);
 /* Gives c the value of op's shape parameter for (n, k) (op.h, shape_value) when it has it nonzero:
- * 1 when c keeps it (or has none to keep), 0 when the shape cannot hold it and c now has 0 there,
- * the config's form without it. A config measured on one (N, K) goes through this before it is
+ * 1 when c keeps it (or has none to keep), 0 when the shape cannot hold it and c now has 0 there
+ * (the config's form without it, with the rest of its parameters: for SCALE_KB, the stages it
+ * was given beside its slots). A config measured on one (N, K) goes through this before it is
  * launched on another. */
 int at_config_for_shape(const at_op *op, at_config *c, int64_t n, int64_t k);
 char *at_config_set_to_json(const at_config_set *cs); /* malloc'd, ends with a newline */

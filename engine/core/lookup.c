@@ -571,15 +571,17 @@ int at_lookup(const at_lookup_req *q, at_lookup_result *out) {
       at_lookup_req same_tag = *q; /* the default file of the model's tag, not of another */
       if (have_model) same_tag.tag = model_tag;
       found = from_files(&same_tag, names, n, out, 1, have_model ? model : NULL, model_path);
+      /* Made for this K before model_above scores the default file's entries: it predicts each as
+       * it will run. */
+      if (found) for_shape_all(op, &out->set, q->n, q->k);
       if (found && have_model && out->source == AT_SRC_MODEL_FILE) model_above(&out->set, model, &tm, q);
       at_tm_free(&tm);
       if (!found && have_model) {
-        out->set = *model;
+        out->set = *model; /* at_tm_answer made it for this K */
         out->source = AT_SRC_MODEL_FILE;
         snprintf(out->path, sizeof out->path, "%s", model_path);
         found = 1;
       }
-      if (found) for_shape_all(op, &out->set, q->n, q->k);
       free(model);
     }
     for (size_t i = 0; i < n; i++) free(names[i]);

@@ -89,7 +89,8 @@ typedef struct at_op {
    * its value for another before it is launched there (at_config_for_shape). */
   const char *shape_param;
   /* Its value for a config with it nonzero, on shape s: 0 where the config cannot hold it there
-   * (it then runs the form without it, which the tuner measured as another config). */
+   * (it then runs the form without it: the same config but for that parameter, which a menu
+   * measured only if some file names it). */
   int64_t (*shape_value)(const char *family, const at_params *p, const at_shape *s);
 } at_op;
 

@@ -2,7 +2,7 @@
  * checked results (first-pass times, the newest version of each template).
  *
  * A config enters the model when it was measured on at least min_share percent of the shapes the
- * DB has for that (op, tag) (and on 8 at least): a model of a config measured only where the
+ * DB has for that (op, tag) (and on 10 at least): a model of a config measured only where the
  * tuner's pruning let it run would extrapolate blindly. So the DB to fit from is a menu run, every
  * config of the menu on every shape (scripts/menu_space.py, docs/usage.md).
  *

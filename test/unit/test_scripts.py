@@ -9,7 +9,7 @@
   given (defaults filled in); a PARAMS that is not a JSON object is refused.
 - scripts/menu_space.py: from the committed files, every config once; those that hold their scales
   in shared memory (SCALE_KB) in variants of their own whose SCALE_KB follows K, the others without
-  it."""
+  it; a parameter a file leaves out takes the op's value for it."""
 import glob
 import json
 import os
@@ -115,6 +115,18 @@ with tempfile.TemporaryDirectory() as tmp:
     check(m and int(m.group(1)) == n_terms and n_terms >= len(want), f"every config once: {n_terms} terms, {len(want)} named")
     check(n_terms >= sum(1 for w in want if w[0]) + 1 and sum(b.count(" && CLUSTER_K == ") for b in scales) == sum(1 for w in want if w[0]),
           "as many with SCALE_KB as the files name")
+
+    # A file that leaves optional parameters out: the op's values for them (1 for clusters and KPIPE).
+    part = os.path.join(tmp, "part")
+    os.makedirs(part)
+    j = json.load(open(os.path.join(ROOT, "configs", "sm90-GEMM-A8W8_BLOCKSCALE-N=4096-K=4096.json")))
+    for e in list(j["buckets"].values()) + list(j["per_M"].values()):
+        for k in ["CLUSTER_K", "KPIPE", "CLUSTER_N", "RESCALE"]:
+            e["params"].pop(k, None)
+    json.dump(j, open(os.path.join(part, "sm90-GEMM-A8W8_BLOCKSCALE-N=4096-K=4096.json"), "w"))
+    r = run(menu, part)
+    check(r.returncode == 0 and "CLUSTER_K == 1" in r.stdout and "CLUSTER_K == 0" not in r.stdout and
+          "KPIPE == 0" not in r.stdout and "CLUSTER_N == 0" not in r.stdout, f"absent parameters at the op's values ({r.stderr.strip()})")
 
 print(f"{checks} checks, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -605,7 +605,7 @@ static void shape_param(void) {
    * with the asked K's value; the other where it does not. */
   at_time_model tm = two_configs();
   tm.configs[0] = scale_config(16);
-  tm.configs[1] = scale_config(0);
+  tm.configs[1] = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":64,\"STAGES\":6}"); /* told apart by its width */
   const double fast[AT_TM_NF] = {1, 0.9, 0, 0, 0}, slow[AT_TM_NF] = {1, 1.0, 0, 0, 0};
   memcpy(tm.coef[0], fast, sizeof fast);
   memcpy(tm.coef[1], slow, sizeof slow);
@@ -614,10 +614,13 @@ static void shape_param(void) {
   int e = -1;
   CHECK_EQ_INT(scale_kb_of(at_config_for_m(&cs, 1024, &e)), 32);
   CHECK_EQ_INT(scale_kb_of(&cs.bucket[AT_BUCKET_ANY]), 32);
+  CHECK_EQ_INT(block_n_of(at_config_for_m(&cs, 1024, &e)), 128);
+  /* Where its slots cannot hold the scales, the other config (not its own form without them,
+   * which its coefficients do not describe). */
   at_tm_answer(&tm, op, 1, 576, 7168, 0, &cs);
-  CHECK_EQ_INT(scale_kb_of(at_config_for_m(&cs, 1024, &e)), 0);
+  CHECK_EQ_INT(block_n_of(at_config_for_m(&cs, 1024, &e)), 64);
   at_tm_answer(&tm, op, 1, 4096, 1152, 0, &cs);
-  CHECK_EQ_INT(scale_kb_of(at_config_for_m(&cs, 1024, &e)), 0);
+  CHECK_EQ_INT(block_n_of(at_config_for_m(&cs, 1024, &e)), 64);
   CHECK_EQ_INT(at_tm_best_unseen(&tm, 1024, 576, 7168, 0), 1); /* the fit's regret likewise */
   /* A file's config with another K's value is the model's config all the same. */
   at_config mine = scale_config(8);
@@ -683,8 +686,8 @@ static void log_says(const char *path, const char *a, const char *b) {
 }
 
 /* A menu run's DB in which the scale config was measured with SCALE_KB = K / 128 on each shape that
- * can hold it (32 of the 40: not at K = 7168), a candidate per K, and the config without it on all:
- * the fit makes one config of the first four candidates, whose share counts the 32 shapes only. */
+ * can hold it (32 of the 40: not at K = 7168), a candidate per K (three), and the config without it
+ * on all: the fit makes one config of the three, whose share counts the 32 shapes only. */
 static void fit_shape_param(void) {
   char *db = at_path_join(TMP, "menu_shape.db"), *out = at_path_join(TMP, "models_shape"),
        *log = at_path_join(TMP, "model_shape.txt");
@@ -802,6 +805,18 @@ static void tuned_above(void) {
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 4096, &e)), 128);
   CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 8192, &e)), 64);  /* the file's entry */
   for (int i = 1; i < r->set.nmleq; i++) CHECK(r->set.mleq_m[i - 1] < r->set.mleq_m[i]);
+  /* The model's pick holds its scales in shared memory (SCALE_KB, measured at K = 2048): taken
+   * above 2048 as in the first case, with this file's K / 128. */
+  at_time_model scaled = two_configs();
+  scaled.configs[1] = scale_config(16);
+  write_syn(dir, &def, &scaled);
+  at_tm_free(&scaled);
+  file.mleq[0] = mma_config(128, 128);
+  file.mleq[1] = mma_config(16, 64);
+  r = ask_tuned(dir, &file);
+  CHECK_CONTAINS(r->path, "above 2048 where predicted much faster");
+  CHECK_EQ_INT(block_m_of(at_config_for_m(&r->set, 3000, &e)), 128);
+  CHECK_EQ_INT(scale_kb_of(at_config_for_m(&r->set, 3000, &e)), 8);
   at_tm_free(&tm);
   free(dir);
 }
