@@ -24,7 +24,8 @@ static const char *USAGE =
     "  --out DIR            where the file goes (default configs)\n"
     "  --device-name KIND   arch: sm90 (default); product: NVIDIA_H100_80GB_HBM3\n"
     "  --tag TAG            this tag only\n"
-    "  --min-share PCT      a config enters the model when measured on PCT%% of the shapes (default 90)\n";
+    "  --min-share PCT      a config enters the model when measured on PCT% of the shapes it can run on\n"
+    "                       (default 90; a SCALE_KB config: those whose scales its slots hold)\n";
 
 static int write_model(const at_time_model *tm, const char *dir, const char *device) {
   char name[512];
