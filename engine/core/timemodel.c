@@ -217,8 +217,10 @@ static int best_of(const at_time_model *tm, const at_op *op, int plan, int64_t m
   double best_t = 0;
   for (int i = 0; i < tm->nconfigs; i++) {
     if (op && !fits_m(&tm->configs[i], m)) continue;
-    at_config on = tm->configs[i];
-    if (!at_config_for_shape(of, &on, n, k)) continue; /* its form without the shape parameter is another config */
+    if (at_config_shape_param(of, &tm->configs[i]) >= 0) { /* its form without it is another config */
+      at_config on = tm->configs[i];
+      if (!at_config_for_shape(of, &on, n, k)) continue;
+    }
     if (plan && op && op->plan_factor && m == PLAN_M && block_m(&tm->configs[i]) == 192) continue;
     double t = plan ? planned_near(tm, op, i, m, n, k, sm_count, near, nn)
                     : predict_near(tm, i, m, n, k, sm_count, near, nn);

@@ -665,6 +665,23 @@ static at_store *menu_db(const char *path, const char *variant_name, const char 
   return s;
 }
 
+/* Config c as a candidate of the DB's variant under compile key `key`; its id. */
+static int64_t put_candidate(at_store *s, int64_t variant, const char *key, const at_config *c) {
+  char *params = at_config_params_json(c);
+  at_cand_row row = {.compile_key = key, .variant_id = variant, .params = params, .name_expr = "x", .arch = "sm_90a", .ok = 1};
+  int64_t id = 0;
+  CHECK_EQ_INT(at_store_put_candidate(s, &row, &id), AT_OK);
+  free(params);
+  return id;
+}
+
+/* A checked result of candidate cand on problem p: t us. */
+static void put_time(at_store *s, int64_t cand, int64_t p, int64_t dev, double t) {
+  at_result_row r = {.candidate_id = cand, .problem_id = p, .device_id = dev, .status = "ok", .time_us = t,
+                     .samples = 10, .max_abs_err = 0.001};
+  CHECK_EQ_INT(at_store_put_result(s, &r), AT_OK);
+}
+
 /* What `autotune model` wrote for tag SYN into out: its file parsed into *got (*j: the JSON, which
  * the caller frees). */
 static void read_model(const char *out, at_json **j, at_time_model *got) {
@@ -706,17 +723,10 @@ static void fit_shape_param(void) {
         if (with && NKS[a][1] == 7168) continue; /* the menu's space leaves it out: too much shared memory */
         char key[64];
         snprintf(key, sizeof key, "key-%lld", (long long)(with ? NKS[a][1] : 0));
-        char *params = at_config_params_json(&c);
-        at_cand_row row = {.compile_key = key, .variant_id = variant, .params = params, .name_expr = "x", .arch = "sm_90a", .ok = 1};
-        int64_t id;
-        CHECK_EQ_INT(at_store_put_candidate(s, &row, &id), AT_OK);
-        free(params);
+        const int64_t id = put_candidate(s, variant, key, &c);
         if (!with) plain_id = id;
         n_cand = id > n_cand ? id : n_cand;
-        const double t = model_time(&c, with ? fast : slow, MS[b], NKS[a][0], NKS[a][1]);
-        at_result_row r = {.candidate_id = id, .problem_id = p, .device_id = dev, .status = "ok", .time_us = t,
-                           .samples = 10, .max_abs_err = 0.001};
-        CHECK_EQ_INT(at_store_put_result(s, &r), AT_OK);
+        put_time(s, id, p, dev, model_time(&c, with ? fast : slow, MS[b], NKS[a][0], NKS[a][1]));
       }
     }
   at_store_close(s);
@@ -928,10 +938,7 @@ static void fit_from_db(void) {
   for (int c = 0; c < 3; c++) {
     char key[32];
     snprintf(key, sizeof key, "key-%d", c);
-    char *params = at_config_params_json(c < 2 ? &tm.configs[c] : &third);
-    at_cand_row row = {.compile_key = key, .variant_id = variant, .params = params, .name_expr = "x", .arch = "sm_90a", .ok = 1};
-    CHECK_EQ_INT(at_store_put_candidate(s, &row, &cand[c]), AT_OK);
-    free(params);
+    cand[c] = put_candidate(s, variant, key, c < 2 ? &tm.configs[c] : &third);
   }
   int shape = 0;
   for (size_t a = 0; a < sizeof NKS / sizeof NKS[0]; a++)
@@ -941,10 +948,8 @@ static void fit_from_db(void) {
       for (int c = 0; c < 3; c++) {
         if (c == 2 && shape % 2) continue;
         /* The third: 1000 us times a factor by M, which its features cannot follow exactly. */
-        double t = c < 2 ? model_time(&tm.configs[c], tm.coef[c], MS[b], NKS[a][0], NKS[a][1]) : third_time(shape);
-        at_result_row r = {.candidate_id = cand[c], .problem_id = p, .device_id = dev, .status = "ok", .time_us = t,
-                           .samples = 10, .max_abs_err = 0.001};
-        CHECK_EQ_INT(at_store_put_result(s, &r), AT_OK);
+        put_time(s, cand[c], p, dev,
+                 c < 2 ? model_time(&tm.configs[c], tm.coef[c], MS[b], NKS[a][0], NKS[a][1]) : third_time(shape));
       }
     }
   at_store_close(s);
