@@ -35,6 +35,9 @@ typedef struct at_launch {
   unsigned griddep;        /* the kernel waits for the stream's preceding kernel itself (griddepcontrol.wait
                             * before it touches memory): it may be launched with programmatic dependent
                             * launch (at_launch_kernel's pdl) */
+  unsigned persistent;     /* the kernel walks its work strided by gridDim: fewer clusters than grid[0] /
+                            * cluster compute the same result, so at_launch_kernel launches at most as
+                            * many as the GPU holds at once (the rest would run as a second wave) */
   int64_t ws_counters;     /* split-K arrival counters the launch needs; 0: no workspace */
   size_t ws_partial_bytes; /* split-K partial tiles, after the counters */
 } at_launch;

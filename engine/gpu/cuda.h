@@ -64,6 +64,7 @@
   X(GraphNodeGetType, cuGraphNodeGetType, "cuGraphNodeGetType")                                                        \
   X(OccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor,                            \
     "cuOccupancyMaxActiveBlocksPerMultiprocessor")                                                                     \
+  X(OccupancyMaxActiveClusters, cuOccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters")                          \
   X(GetErrorName, cuGetErrorName, "cuGetErrorName")                                                                    \
   X(GetErrorString, cuGetErrorString, "cuGetErrorString")
 

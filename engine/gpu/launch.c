@@ -11,6 +11,31 @@ void *at_kparams_push(at_kparams *k, size_t bytes, size_t align) {
   return k->storage + at;
 }
 
+/* The clusters of `cluster` CTAs of fn that the GPU holds at once with cfg's block and shared
+ * memory: fewer than sm_count / cluster where the GPCs' SM counts are not multiples of the cluster
+ * size (the H100 of docs/perf.md: 30 clusters of four on 132 SMs, 66 of two). Remembered per
+ * thread for the last few (kernel, block, shared memory) seen, so that a launch costs one driver
+ * query per kernel; 0 when the driver does not say. */
+static int max_clusters(CUfunction fn, const CUlaunchConfig *cfg, unsigned cluster) {
+  enum { SLOTS = 8 };
+  static _Thread_local struct {
+    CUfunction fn;
+    unsigned block, smem, cluster;
+    int n;
+  } seen[SLOTS];
+  static _Thread_local unsigned next;
+  for (unsigned i = 0; i < SLOTS; i++)
+    if (seen[i].fn == fn && seen[i].block == cfg->blockDimX && seen[i].smem == cfg->sharedMemBytes &&
+        seen[i].cluster == cluster)
+      return seen[i].n;
+  int n = 0;
+  if (at_cu->OccupancyMaxActiveClusters(&n, fn, cfg) != CUDA_SUCCESS) n = 0;
+  const unsigned i = next++ % SLOTS;
+  seen[i].fn = fn, seen[i].block = cfg->blockDimX, seen[i].smem = cfg->sharedMemBytes, seen[i].cluster = cluster;
+  seen[i].n = n;
+  return n;
+}
+
 CUresult at_launch_kernel(CUfunction fn, const at_launch *L, CUstream stream, at_kparams *k, int pdl) {
   pdl = pdl && L->griddep;
   if (L->cluster <= 1 && !pdl)
@@ -39,5 +64,13 @@ CUresult at_launch_kernel(CUfunction fn, const at_launch *L, CUstream stream, at
   cfg.hStream = stream;
   cfg.attrs = attr;
   cfg.numAttrs = n;
+  /* A persistent grid of clusters: launch only the clusters that fit at once, else those that do
+   * not run as a second wave after the first has walked every unit (clusters of four on the H100:
+   * 1.8x the time, docs/perf.md). A grid of one cluster per tile (the runtime's tail by rows) is
+   * launched whole: its clusters start as SMs free. */
+  if (L->persistent && L->cluster > 1) {
+    const int fit = max_clusters(fn, &cfg, L->cluster);
+    if (fit > 0 && cfg.gridDimX / L->cluster > (unsigned)fit) cfg.gridDimX = (unsigned)fit * L->cluster;
+  }
   return at_cu->LaunchKernelEx(&cfg, fn, k->ptr, NULL);
 }

@@ -24,7 +24,9 @@ void *at_kparams_push(at_kparams *k, size_t bytes, size_t align);
 
 /* cuLaunchKernel, or cuLaunchKernelEx with a cluster dimension when L->cluster > 1 and with
  * programmatic stream serialization when pdl and L->griddep: the kernel may then be scheduled while
- * the stream's preceding kernel still runs (it waits for it itself). */
+ * the stream's preceding kernel still runs (it waits for it itself). A persistent grid of
+ * clusters (L->persistent) is launched with at most as many clusters as the GPU holds at once
+ * (cuOccupancyMaxActiveClusters). */
 CUresult at_launch_kernel(CUfunction fn, const at_launch *L, CUstream stream, at_kparams *k, int pdl);
 
 #endif

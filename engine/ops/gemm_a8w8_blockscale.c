@@ -211,6 +211,7 @@ static int launch(const char *family, const at_params *p, const at_shape *s, int
     out->cluster = (unsigned)cluster;
     out->smem_bytes = (unsigned)derived[1];
     out->griddep = 1;
+    out->persistent = 1;
     if (split > 1) {
       out->ws_counters = ctiles * cluster * sm90_math_wg(bm, bn, at_params_get(p, "SWAP_AB", 0));
       out->ws_partial_bytes = (size_t)(split * ctiles * cluster * bm * bn * 4);

@@ -748,7 +748,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
       if (!tk->error && op->launch(tk->cfg.family, &tp, &ts, tk->sm_count, &tl_tail_launch) == AT_OK &&
           (!(tl_tail.main_n || tl_tail.main_m) || op->launch(kern->cfg.family, &p, &ms, kern->sm_count, &ml) == AT_OK)) {
         const int64_t all = at_a8w8_tail_grid(&tl_tail, ts.m, ts.n);
-        if (all > 0) tl_tail_launch.grid[0] = (unsigned)all;
+        if (all > 0) tl_tail_launch.grid[0] = (unsigned)all, tl_tail_launch.persistent = 0; /* not capped: see above */
         tl_tail_kern = tk, tl_launch = ml;
       } else {
         tail_warn(rt, tk);

@@ -1,0 +1,44 @@
+// cluster_occupancy.cu: how many clusters of 1, 2 and 4 CTAs the GPU holds at once, for the sm90
+// family's block (384 threads) and a few dynamic shared-memory sizes. The runtime launches
+// sm_count / cluster clusters for a persistent grid (engine/ops/gemm_a8w8_blockscale.c); a cluster
+// size whose clusters do not all fit runs some of them as a second wave (docs/perf.md, "Split K
+// inside a cluster": clusters of four ran 2x slower).
+//   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a bench/cluster_occupancy.cu -o cluster_occupancy
+#include <cstdio>
+
+#include "cuda_check.cuh"
+
+__global__ void empty_kernel(int *p) {
+  extern __shared__ int s[];
+  if (p) p[threadIdx.x] = s[threadIdx.x];
+}
+
+int main() {
+  int dev = 0, sms = 0;
+  CK(cudaGetDevice(&dev));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CK(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
+  CK(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  printf("%d SMs\n| dynamic smem | cluster 1 | cluster 2 | cluster 4 | cluster 8 |\n| ---: | ---: | ---: | ---: | ---: |\n", sms);
+  const int kib[] = {64, 128, 200, 227};
+  for (int s : kib) {
+    printf("| %d KiB |", s);
+    for (int c : {1, 2, 4, 8}) {
+      cudaLaunchConfig_t cfg = {};
+      cudaLaunchAttribute attr = {};
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = c;
+      attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+      cfg.gridDim = dim3(c * 64);
+      cfg.blockDim = dim3(384);
+      cfg.dynamicSmemBytes = s * 1024;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      int n = 0;
+      CK(cudaOccupancyMaxActiveClusters(&n, empty_kernel, &cfg));
+      printf(" %d (%d CTAs) |", n, n * c);
+    }
+    printf("\n");
+  }
+  return 0;
+}
