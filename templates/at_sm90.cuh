@@ -173,6 +173,19 @@ __device__ __forceinline__ at_u32 at_mapa(at_u32 addr, at_u32 cta) {
 // this side; the receiver sees the data once the barrier's phase completes (arrive.expect_tx on
 // its side), and fences the proxies before it lets the next one overwrite the area
 // (at_fence_proxy_async_smem).
+// stmatrix: 8 x 8 tiles of bf16 pairs into shared memory, 16 bytes a tile row; lane i gives the
+// address of row i % 8 of tile i / 8 (x2: lanes 0-15), and each register holds the thread's pair of
+// a tile (row lane / 4, columns 2 (lane % 4) and + 1): the wgmma accumulator's own layout.
+__device__ __forceinline__ void at_stmatrix_x4(at_u32 addr, at_u32 a, at_u32 b, at_u32 c, at_u32 d) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+               :
+               : "r"(addr), "r"(a), "r"(b), "r"(c), "r"(d)
+               : "memory");
+}
+__device__ __forceinline__ void at_stmatrix_x2(at_u32 addr, at_u32 a, at_u32 b) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};\n" : : "r"(addr), "r"(a), "r"(b) : "memory");
+}
+
 __device__ __forceinline__ void at_st_async_v4(at_u32 addr, float a, float b, float c, float d, at_u32 bar) {
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(addr),
                "f"(a), "f"(b), "f"(c), "f"(d), "r"(bar)

@@ -88,7 +88,8 @@
 // time (H100: 7-12% faster calls with 96-wide tiles, docs/perf.md, "Two weight-scale blocks").
 // Epilogue. SPLIT_K == 1: each math warpgroup packs its 64 x BLOCK_N result to bf16 in its own
 // shared-memory staging area (rows padded by 16 or 32 bytes: no bank conflicts; tiles wider than 128 in
-// two column passes), then copies it out in 16-byte coalesced stores, rows >= M and columns >= N
+// two column passes; with STORE 0 by stmatrix, four 8 x 8 tiles an instruction, else by four-byte
+// stores), then copies it out in 16-byte coalesced stores, rows >= M and columns >= N
 // skipped. STORE 1 hands the copy to the producer warpgroup's warps 1-3, which are idle otherwise:
 // per pass the math warpgroup waits on its area's named barrier "free", stages, writes the pass's
 // first row and column into the padding of staging row 0 and arrives on the area's "staged"; the
@@ -1079,27 +1080,56 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
           const int buf = offload ? pc % NBUF : 0, area = w * NBUF + buf;
           unsigned char *const stage_c = stage_c0 + buf * L::c_wg;
           if (offload) at_named_barrier(BAR_FREE + area, STORE_THREADS);  // the store warps are done with it
-          // This thread's place in the area. Kernels whose accumulators take 192 registers or more
-          // compute it here (at_opaque: one register, the column groups' offsets immediates of the
-          // stores): ptxas otherwise hoists all 32 addresses out of the tile loop and spills some
-          // across the k-loop, whose reloads after it cost 128 x 128 with two k-blocks in flight 4-6%
-          // (H100, docs/perf.md). Elsewhere the hoisted addresses fit, and are 1% faster.
-          if constexpr (ACC_REGS >= 192) {
-            unsigned char *const mine = stage_c + at_opaque(lrow * L::c_pitch + colq * 2);
+          if constexpr (STORE == 0) {
+            // Staged by stmatrix, a pair of 8-column groups (four 8 x 8 tiles: this warp's 16 rows by
+            // 16 columns) an instruction. This lane's tile row: lanes 8 m + r give row r of tile m,
+            // tiles 0 and 1 the group's rows 0-7 and 8-15, 2 and 3 the next group's. at_opaque keeps
+            // the one address in its register (ptxas hoisted the per-group addresses of the stores
+            // before this out of the tile loop and spilled them across the k-loop: docs/perf.md).
+            // 0.7% faster than four-byte stores at steady state and on the shipped set (H100,
+            // docs/perf.md, "The epilogue staged by stmatrix").
+            const int tm = lane >> 3;
+            const at_u32 mine = base + (at_u32)at_opaque((int)(L::c_off + (w * NBUF + buf) * L::c_wg) +
+                                                         (warp * 16 + (tm & 1) * 8 + (lane & 7)) * L::c_pitch +
+                                                         (tm >> 1) * 16);
 #pragma unroll
-            for (int j = 0; j < CHUNKS; j++) {
+            for (int j = 0; j + 1 < CHUNKS; j += 2) {
               const int q = h * CHUNKS + j;  // the 8-column group in the slice
-              *(at_u32 *)(mine + 16 * j) = at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
-              *(at_u32 *)(mine + 8 * L::c_pitch + 16 * j) = at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
+              at_stmatrix_x4(mine + 16 * j, at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]),
+                             at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]),
+                             at_pack_bf16x2(res[v][4 * q + 4], res[v][4 * q + 5]),
+                             at_pack_bf16x2(res[v][4 * q + 6], res[v][4 * q + 7]));
+            }
+            if constexpr (CHUNKS % 2 == 1) {
+              const int q = h * CHUNKS + CHUNKS - 1;
+              at_stmatrix_x2(mine + 16 * (CHUNKS - 1), at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]),
+                             at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]));
             }
           } else {
+            // With store warps, four-byte stores: stmatrix there ran the files' 128 x 256 `ST2`
+            // calls 1.2% slower (H100, docs/perf.md, "The epilogue staged by stmatrix").
+            // This thread's place in the area. Kernels whose accumulators take 192 registers or more
+            // compute it here (at_opaque: one register, the column groups' offsets immediates of the
+            // stores): ptxas otherwise hoists all 32 addresses out of the tile loop and spills some
+            // across the k-loop, whose reloads after it cost 128 x 128 with two k-blocks in flight 4-6%
+            // (H100, docs/perf.md). Elsewhere the hoisted addresses fit, and are 1% faster.
+            if constexpr (ACC_REGS >= 192) {
+              unsigned char *const mine = stage_c + at_opaque(lrow * L::c_pitch + colq * 2);
 #pragma unroll
-            for (int j = 0; j < CHUNKS; j++) {
-              const int q = h * CHUNKS + j;
-              *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) =
-                  at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
-              *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) =
-                  at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
+              for (int j = 0; j < CHUNKS; j++) {
+                const int q = h * CHUNKS + j;  // the 8-column group in the slice
+                *(at_u32 *)(mine + 16 * j) = at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
+                *(at_u32 *)(mine + 8 * L::c_pitch + 16 * j) = at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
+              }
+            } else {
+#pragma unroll
+              for (int j = 0; j < CHUNKS; j++) {
+                const int q = h * CHUNKS + j;
+                *(at_u32 *)(stage_c + lrow * L::c_pitch + (8 * j + colq) * 2) =
+                    at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]);
+                *(at_u32 *)(stage_c + (lrow + 8) * L::c_pitch + (8 * j + colq) * 2) =
+                    at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]);
+              }
             }
           }
           if (offload) {
