@@ -4,11 +4,15 @@
  * after, walked as the sm90 template's locate() walks them) must be exactly the cluster tiles of
  * the tail's rectangle C[m0:M][n0:N], n0 on a weight-scale block, and the main launch must end at
  * least a wave earlier. Where it must not split (one wave, a full last wave, split K, CLUSTER_K 2,
- * the mma family), it does not. And the two shapes it exists for split as docs/perf.md says. */
+ * the mma family), it does not. And the two shapes it exists for split as docs/perf.md says. Beside
+ * the plan, the launch rule's persistent grids, which at_launch_kernel caps at the clusters the GPU
+ * holds (the tail by rows, a cluster per tile, is not one: runtime.c clears the flag). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../engine/core/error.h"
+#include "../../engine/core/op.h"
 #include "../../engine/ops/gemm_a8w8_blockscale_tail.h"
 #include "check.h"
 
@@ -92,7 +96,31 @@ static void expect_tail(const cfg *c, int64_t m, int64_t n, int64_t k, int64_t u
   CHECK_EQ_INT(t.cluster_k, 2);
 }
 
+/* The sm90 launch rule: a persistent grid of sm_count / cluster clusters (or one per unit when
+ * fewer), marked persistent so that the launch may cap it; the mma family's grid is one block per
+ * tile and split, not persistent. */
+static void launch_rule(void) {
+  const at_op *op = at_op_find("gemm_a8w8_blockscale");
+  CHECK(op != NULL && op->launch != NULL);
+  if (!op || !op->launch) return;
+  const char *names[] = {"BLOCK_M", "BLOCK_N", "STAGES", "GROUP_M", "SPLIT_K", "PINGPONG", "CLUSTER_M", "CLUSTER_N"};
+  const int64_t four[] = {128, 128, 6, 8, 1, 0, 2, 2}; /* clusters of four */
+  at_params p = {names, four, 8};
+  at_shape big = {3072, 28672, 4096}, small = {256, 512, 4096};
+  at_launch l;
+  CHECK(op->launch("sm90", &p, &big, 132, &l) == AT_OK);
+  CHECK(l.persistent == 1 && l.cluster == 4 && l.grid[0] == 132 && l.griddep == 1);
+  CHECK(op->launch("sm90", &p, &small, 132, &l) == AT_OK); /* 1 x 2 cluster tiles: 2 clusters */
+  CHECK(l.persistent == 1 && l.cluster == 4 && l.grid[0] == 8);
+  const char *mnames[] = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "WARPS_M", "WARPS_N", "STAGES", "SPLIT_K"};
+  const int64_t mvals[] = {64, 64, 128, 2, 2, 3, 1};
+  at_params mp = {mnames, mvals, 7};
+  CHECK(op->launch("mma", &mp, &big, 132, &l) == AT_OK);
+  CHECK(l.persistent == 0 && l.cluster == 1 && l.grid[0] == 48 * 448);
+}
+
 int main(void) {
+  launch_rule();
   /* 4096 x 28672 x 4096 with the committed 128 x 256 tiles in clusters of two along M: 1,792 units
    * on 66 clusters, 10 in the last wave; the tail takes the last 2 columns of the last 8 rows of
    * cluster tiles (2048 x 512), 64 tiles of 128 x 128 split in K over 128 CTAs. */
