@@ -1,8 +1,9 @@
 // cluster_occupancy.cu: how many clusters of 1, 2 and 4 CTAs the GPU holds at once, for the sm90
-// family's block (384 threads) and a few dynamic shared-memory sizes. The runtime launches
-// sm_count / cluster clusters for a persistent grid (engine/ops/gemm_a8w8_blockscale.c); a cluster
-// size whose clusters do not all fit runs some of them as a second wave (docs/perf.md, "Split K
-// inside a cluster": clusters of four ran 2x slower).
+// family's block (384 threads) and a few dynamic shared-memory sizes. The launch rule asks for
+// sm_count / cluster clusters (engine/ops/gemm_a8w8_blockscale.c); until session 27 the runtime
+// launched them all, and those that did not fit ran as a second wave (clusters of four 2x slower);
+// since then at_launch_kernel (engine/gpu/launch.c) launches only the ones this count allows
+// (docs/perf.md, "Clusters of four, launched as many as fit").
 //   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a bench/cluster_occupancy.cu -o cluster_occupancy
 #include <cstdio>
 

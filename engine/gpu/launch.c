@@ -14,10 +14,12 @@ void *at_kparams_push(at_kparams *k, size_t bytes, size_t align) {
 /* The clusters of `cluster` CTAs of fn that the GPU holds at once with cfg's block and shared
  * memory: fewer than sm_count / cluster where the GPCs' SM counts are not multiples of the cluster
  * size (the H100 of docs/perf.md: 30 clusters of four on 132 SMs, 66 of two). Remembered per
- * thread for the last few (kernel, block, shared memory) seen, so that a launch costs one driver
- * query per kernel; 0 when the driver does not say. */
+ * thread for the last SLOTS (kernel, block, shared memory) seen, so that a launch of a kernel seen
+ * lately costs no driver call; 0 when the driver does not say (not remembered: asked again).
+ * A module unloaded and another loaded at the same handle may find a count made for the old
+ * kernel: it can only lower the grid below what fits (time, not results). */
 static int max_clusters(CUfunction fn, const CUlaunchConfig *cfg, unsigned cluster) {
-  enum { SLOTS = 8 };
+  enum { SLOTS = 32 };
   static _Thread_local struct {
     CUfunction fn;
     unsigned block, smem, cluster;
@@ -29,11 +31,16 @@ static int max_clusters(CUfunction fn, const CUlaunchConfig *cfg, unsigned clust
         seen[i].cluster == cluster)
       return seen[i].n;
   int n = 0;
-  if (at_cu->OccupancyMaxActiveClusters(&n, fn, cfg) != CUDA_SUCCESS) n = 0;
+  if (at_cu->OccupancyMaxActiveClusters(&n, fn, cfg) != CUDA_SUCCESS || n < 1) return 0;
   const unsigned i = next++ % SLOTS;
   seen[i].fn = fn, seen[i].block = cfg->blockDimX, seen[i].smem = cfg->sharedMemBytes, seen[i].cluster = cluster;
   seen[i].n = n;
   return n;
+}
+
+unsigned at_launch_grid_fit(unsigned grid_x, unsigned cluster, int fit) {
+  if (cluster < 1 || fit < 1 || grid_x / cluster <= (unsigned)fit) return grid_x;
+  return (unsigned)fit * cluster;
 }
 
 CUresult at_launch_kernel(CUfunction fn, const at_launch *L, CUstream stream, at_kparams *k, int pdl) {
@@ -68,9 +75,7 @@ CUresult at_launch_kernel(CUfunction fn, const at_launch *L, CUstream stream, at
    * not run as a second wave after the first has walked every unit (clusters of four on the H100:
    * 1.8x the time, docs/perf.md). A grid of one cluster per tile (the runtime's tail by rows) is
    * launched whole: its clusters start as SMs free. */
-  if (L->persistent && L->cluster > 1) {
-    const int fit = max_clusters(fn, &cfg, L->cluster);
-    if (fit > 0 && cfg.gridDimX / L->cluster > (unsigned)fit) cfg.gridDimX = (unsigned)fit * L->cluster;
-  }
+  if (L->persistent && L->cluster > 1)
+    cfg.gridDimX = at_launch_grid_fit(cfg.gridDimX, L->cluster, max_clusters(fn, &cfg, L->cluster));
   return at_cu->LaunchKernelEx(&cfg, fn, k->ptr, NULL);
 }

@@ -29,4 +29,9 @@ void *at_kparams_push(at_kparams *k, size_t bytes, size_t align);
  * (cuOccupancyMaxActiveClusters). */
 CUresult at_launch_kernel(CUfunction fn, const at_launch *L, CUstream stream, at_kparams *k, int pdl);
 
+/* The x extent of a persistent grid of clusters of `cluster` CTAs when the GPU holds `fit` such
+ * clusters at once: grid_x, or fit clusters where grid_x / cluster is more (fit < 1: unknown, no
+ * change). */
+unsigned at_launch_grid_fit(unsigned grid_x, unsigned cluster, int fit);
+
 #endif

@@ -13,6 +13,7 @@
 
 #include "../../engine/core/error.h"
 #include "../../engine/core/op.h"
+#include "../../engine/gpu/launch.h"
 #include "../../engine/ops/gemm_a8w8_blockscale_tail.h"
 #include "check.h"
 
@@ -117,6 +118,11 @@ static void launch_rule(void) {
   at_params mp = {mnames, mvals, 7};
   CHECK(op->launch("mma", &mp, &big, 132, &l) == AT_OK);
   CHECK(l.persistent == 0 && l.cluster == 1 && l.grid[0] == 48 * 448);
+  /* What at_launch_kernel launches of a persistent grid: the H100 holds 30 clusters of four, 66 of
+   * two; a grid within them, or an unknown count, is unchanged. */
+  CHECK(at_launch_grid_fit(132, 4, 30) == 120 && at_launch_grid_fit(132, 2, 66) == 132);
+  CHECK(at_launch_grid_fit(8, 4, 30) == 8 && at_launch_grid_fit(132, 4, 0) == 132);
+  CHECK(at_launch_grid_fit(120, 4, 30) == 120 && at_launch_grid_fit(124, 4, 30) == 120);
 }
 
 int main(void) {
