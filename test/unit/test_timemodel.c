@@ -75,6 +75,13 @@ static int64_t block_n_of(const at_config *c) {
 
 static const int64_t MS[] = {1, 16, 64, 128, 512, 2048, 4096, 8192};
 static const int64_t NKS[][2] = {{1024, 1024}, {4096, 4096}, {28672, 4096}, {576, 7168}, {7168, 2048}};
+/* The test's 40 shapes, in the order every fit here stores and reads them: shape i is M = MS[i % NM]
+ * of the (N, K) NKS[i / NM]. */
+enum { NM = sizeof MS / sizeof MS[0], NSHAPES = NM * (sizeof NKS / sizeof NKS[0]) };
+typedef struct syn_shape {
+  int64_t m, n, k;
+} syn_shape;
+static syn_shape syn(int i) { return (syn_shape){MS[i % NM], NKS[i / NM][0], NKS[i / NM][1]}; }
 
 static double model_time(const at_config *c, const double coef[AT_TM_NF], int64_t m, int64_t n, int64_t k) {
   double f[AT_TM_NF], t = 0;
@@ -86,13 +93,13 @@ static double model_time(const at_config *c, const double coef[AT_TM_NF], int64_
 static void fit_recovers(void) {
   at_config c = mma_config(128, 128);
   const double truth[AT_TM_NF] = {3.0, 0.05, 0.4, 0.02, 0.7};
-  double x[40][AT_TM_NF], t[40];
+  double x[NSHAPES][AT_TM_NF], t[NSHAPES];
   int rows = 0;
-  for (size_t a = 0; a < sizeof NKS / sizeof NKS[0]; a++)
-    for (size_t b = 0; b < sizeof MS / sizeof MS[0]; b++, rows++) {
-      CHECK_EQ_INT(at_tm_features(&c, MS[b], NKS[a][0], NKS[a][1], 132, x[rows]), 0);
-      t[rows] = model_time(&c, truth, MS[b], NKS[a][0], NKS[a][1]);
-    }
+  for (; rows < NSHAPES; rows++) {
+    const syn_shape q = syn(rows);
+    CHECK_EQ_INT(at_tm_features(&c, q.m, q.n, q.k, 132, x[rows]), 0);
+    t[rows] = model_time(&c, truth, q.m, q.n, q.k);
+  }
   double coef[AT_TM_NF], rms = 1;
   CHECK_EQ_INT(at_tm_fit((const double(*)[AT_TM_NF])x, t, rows, coef, &rms), AT_OK);
   for (int i = 0; i < AT_TM_NF; i++) CHECK(fabs(coef[i] - truth[i]) <= 1e-4 * fabs(truth[i]));
@@ -692,6 +699,14 @@ static void read_model(const char *out, at_json **j, at_time_model *got) {
   free(p);
 }
 
+/* Shape i as a problem of the menu DB s: its id. */
+static int64_t syn_problem(at_store *s, int i) {
+  const syn_shape q = syn(i);
+  int64_t p = 0;
+  CHECK_EQ_INT(at_store_problem(s, "gemm_a8w8_blockscale", "SYN", q.m, q.n, q.k, &p), AT_OK);
+  return p;
+}
+
 /* Does the file at path (autotune model's output) contain each of the texts? */
 static void log_says(const char *path, const char *a, const char *b) {
   char *text = NULL;
@@ -713,22 +728,20 @@ static void fit_shape_param(void) {
   at_store *s = menu_db(db, "sm90_scales", "sm90", "/x/gemm_a8w8_blockscale_sm90.cuh", proto.entry, &dev, &variant);
   const double fast[AT_TM_NF] = {2, 0.9, 0.01, 0, 0.5}, slow[AT_TM_NF] = {2, 1.0, 0.01, 0, 0.5};
   int64_t plain_id = 0, n_cand = 0;
-  int shape = 0;
-  for (size_t a = 0; a < sizeof NKS / sizeof NKS[0]; a++)
-    for (size_t b = 0; b < sizeof MS / sizeof MS[0]; b++, shape++) {
-      int64_t p;
-      CHECK_EQ_INT(at_store_problem(s, "gemm_a8w8_blockscale", "SYN", MS[b], NKS[a][0], NKS[a][1], &p), AT_OK);
-      for (int with = 0; with < 2; with++) {
-        at_config c = scale_config(with ? (int)(NKS[a][1] / 128) : 0);
-        if (with && NKS[a][1] == 7168) continue; /* the menu's space leaves it out: too much shared memory */
-        char key[64];
-        snprintf(key, sizeof key, "key-%lld", (long long)(with ? NKS[a][1] : 0));
-        const int64_t id = put_candidate(s, variant, key, &c);
-        if (!with) plain_id = id;
-        n_cand = id > n_cand ? id : n_cand;
-        put_time(s, id, p, dev, model_time(&c, with ? fast : slow, MS[b], NKS[a][0], NKS[a][1]));
-      }
+  for (int shape = 0; shape < NSHAPES; shape++) {
+    const syn_shape q = syn(shape);
+    const int64_t p = syn_problem(s, shape);
+    for (int with = 0; with < 2; with++) {
+      at_config c = scale_config(with ? (int)(q.k / 128) : 0);
+      if (with && q.k == 7168) continue; /* the menu's space leaves it out: too much shared memory */
+      char key[64];
+      snprintf(key, sizeof key, "key-%lld", (long long)(with ? q.k : 0));
+      const int64_t id = put_candidate(s, variant, key, &c);
+      if (!with) plain_id = id;
+      n_cand = id > n_cand ? id : n_cand;
+      put_time(s, id, p, dev, model_time(&c, with ? fast : slow, q.m, q.n, q.k));
     }
+  }
   at_store_close(s);
   CHECK(plain_id > 0 && n_cand >= 4);
   CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--out", out, (const char *)NULL), 0);
@@ -940,25 +953,20 @@ static void fit_from_db(void) {
     snprintf(key, sizeof key, "key-%d", c);
     cand[c] = put_candidate(s, variant, key, c < 2 ? &tm.configs[c] : &third);
   }
-  int shape = 0;
-  for (size_t a = 0; a < sizeof NKS / sizeof NKS[0]; a++)
-    for (size_t b = 0; b < sizeof MS / sizeof MS[0]; b++, shape++) {
-      int64_t p;
-      CHECK_EQ_INT(at_store_problem(s, "gemm_a8w8_blockscale", "SYN", MS[b], NKS[a][0], NKS[a][1], &p), AT_OK);
-      for (int c = 0; c < 3; c++) {
-        if (c == 2 && shape % 2) continue;
-        /* The third: 1000 us times a factor by M, which its features cannot follow exactly. */
-        put_time(s, cand[c], p, dev,
-                 c < 2 ? model_time(&tm.configs[c], tm.coef[c], MS[b], NKS[a][0], NKS[a][1]) : third_time(shape));
-      }
+  for (int shape = 0; shape < NSHAPES; shape++) {
+    const syn_shape q = syn(shape);
+    const int64_t p = syn_problem(s, shape);
+    for (int c = 0; c < 3; c++) {
+      if (c == 2 && shape % 2) continue;
+      /* The third: 1000 us times a factor by M, which its features cannot follow exactly. */
+      put_time(s, cand[c], p, dev, c < 2 ? model_time(&tm.configs[c], tm.coef[c], q.m, q.n, q.k) : third_time(shape));
     }
+  }
   at_store_close(s);
   CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--out", out, (const char *)NULL), 0);
-  char *p = at_path_join(out, "sm90-GEMM-SYN-model.json");
   at_json *j = NULL;
   at_time_model got;
-  CHECK_EQ_INT(at_json_load(p, &j), AT_OK);
-  CHECK_EQ_INT(at_tm_from_json(p, j, &got), AT_OK);
+  read_model(out, &j, &got);
   CHECK_EQ_INT(got.nconfigs, 2); /* the third, on 50% of the shapes, is left out */
   CHECK_EQ_INT(got.fit_shapes, 40);
   for (int i = 0; i < got.nconfigs; i++) {
@@ -975,8 +983,7 @@ static void fit_from_db(void) {
            "costs 1.000x the best time measured");
   /* With --min-share 50 the third enters too. */
   CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--out", out, "--min-share", "50", (const char *)NULL), 0);
-  CHECK_EQ_INT(at_json_load(p, &j), AT_OK);
-  CHECK_EQ_INT(at_tm_from_json(p, j, &got), AT_OK);
+  read_model(out, &j, &got);
   CHECK_EQ_INT(got.nconfigs, 3);
   /* The third was measured on every other shape the test stored: null residuals on the others,
    * and log(measured / its fit's own prediction) on those, which its fit cannot make all 0. */
@@ -986,9 +993,8 @@ static void fit_from_db(void) {
     for (int f = 0; f < got.nfit; f++) {
       const float r = got.resid[i * got.nfit + f];
       int stored = -1; /* the shape's number as the test stored it */
-      for (int a = 0; a < 5; a++)
-        for (int b = 0; b < 8; b++)
-          if (got.fit[f][0] == MS[b] && got.fit[f][1] == NKS[a][0] && got.fit[f][2] == NKS[a][1]) stored = a * 8 + b;
+      for (int x = 0; x < NSHAPES; x++)
+        if (got.fit[f][0] == syn(x).m && got.fit[f][1] == syn(x).n && got.fit[f][2] == syn(x).k) stored = x;
       CHECK(stored >= 0);
       nulls += isnan(r);
       if (!is_third || stored < 0 || stored % 2) continue;
@@ -1009,7 +1015,7 @@ static void fit_from_db(void) {
   CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--device-name", "chip", (const char *)NULL), 2);
   CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--tag", "NONE", "--out", out, (const char *)NULL), 2);
   at_tm_free(&tm);
-  free(missing), free(p), free(db), free(out), free(log);
+  free(missing), free(db), free(out), free(log);
 }
 
 int main(int argc, char **argv) {
