@@ -62,6 +62,7 @@
   X(GraphDestroy, cuGraphDestroy, "cuGraphDestroy")                                                                    \
   X(GraphGetNodes, cuGraphGetNodes, "cuGraphGetNodes")                                                                 \
   X(GraphNodeGetType, cuGraphNodeGetType, "cuGraphNodeGetType")                                                        \
+  X(GraphKernelNodeGetParams, cuGraphKernelNodeGetParams, "cuGraphKernelNodeGetParams_v2")                              \
   X(OccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor,                            \
     "cuOccupancyMaxActiveBlocksPerMultiprocessor")                                                                     \
   X(OccupancyMaxActiveClusters, cuOccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters")                          \

@@ -11,7 +11,8 @@
  *     seen, replays both graphs at once on two other streams, launches eagerly on one of them,
  *     and replays again;
  *   - in global capture mode as PyTorch captures, a split-K shape warmed up on one stream is
- *     captured on a new one and replayed;
+ *     captured on a new one and replayed; and a persistent grid of clusters of four, whose first
+ *     launch in a thread (where the library asks how many clusters fit) is captured;
  *   - inputs with blocks quantized from zeros (values and scale zero, in the first k-block
  *     and later ones, of A rows and of B blocks) on shapes whose tuned config rescales in place
  *     (sm90 RESCALE, whose units skip zero scales);
@@ -387,6 +388,14 @@ static void write_configs(const char *dir, int n, int k, const char *const entri
   "SWAP_AB>\", \"params\": {\"PINGPONG\":0,\"BLOCK_M\":" #bm ",\"BLOCK_N\":" #bn ",\"CLUSTER_M\":" #cm               \
   ",\"CLUSTER_N\":" #cn ",\"GROUP_M\":8,\"KPIPE\":" #kp ",\"SPLIT_K\":" #split ",\"STAGES\":8,\"SWAP_AB\":1}"
 
+/* sm90 entries of clusters of four (64 x 64 tiles, pairs along N, each tile split in K by a pair:
+ * CLUSTER_N 2 x CLUSTER_K 2), persistent: the H100 holds fewer of them (30) than sm_count / 4. */
+#define QUAD_ENTRY                                                                                                     \
+  "\"variant\": \"sm90_ksplit\", \"family\": \"sm90\", \"template\": \"gemm_a8w8_blockscale_sm90.cuh\", \"entry\": "         \
+  "\"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, CLUSTER_N, KPIPE, RESCALE, " \
+  "STORE, CLUSTER_K>\", \"params\": {\"PINGPONG\":0,\"BLOCK_M\":64,\"BLOCK_N\":64,\"CLUSTER_M\":1,\"CLUSTER_N\":2,"           \
+  "\"CLUSTER_K\":2,\"GROUP_M\":8,\"KPIPE\":2,\"RESCALE\":0,\"STORE\":0,\"SPLIT_K\":1,\"STAGES\":6}"
+
 static void write_split_configs(const char *dir) {
   static const char *const MMA[7] = {MMA_ENTRY(16, 8), MMA_ENTRY(32, 4), MMA_ENTRY(64, 2), MMA_ENTRY(64, 4),
                                      MMA_ENTRY(64, 2), MMA_ENTRY(64, 2), MMA_ENTRY(64, 4)};
@@ -396,6 +405,8 @@ static void write_split_configs(const char *dir) {
       SM90_ENTRY(128, 128, 1, 1, 1, 1, 1)};
   write_configs(dir, 2048, 2048, MMA);
   if (G.info.cc == 90) write_configs(dir, 2560, 4096, SM90);
+  static const char *const QUAD[7] = {QUAD_ENTRY, QUAD_ENTRY, QUAD_ENTRY, QUAD_ENTRY, QUAD_ENTRY, QUAD_ENTRY, QUAD_ENTRY};
+  if (G.info.cc == 90) write_configs(dir, 3072, 4096, QUAD);
 }
 
 static void copy_configs(const char *from, const char *to) {
@@ -431,6 +442,95 @@ static void global_capture(void) {
   at_cu->MemFree(out);
   at_cu->StreamDestroy(warm), at_cu->StreamDestroy(fresh);
   free(host);
+}
+
+/* The largest grid (x) of a kernel node of a captured graph, or 0. */
+static unsigned captured_grid(CUgraph g) {
+  size_t n = 0;
+  unsigned grid = 0;
+  if (at_cu->GraphGetNodes(g, NULL, &n) != CUDA_SUCCESS) return 0;
+  CUgraphNode *nodes = at_xmalloc((n + 1) * sizeof *nodes);
+  if (at_cu->GraphGetNodes(g, nodes, &n) == CUDA_SUCCESS)
+    for (size_t i = 0; i < n; i++) {
+      CUgraphNodeType t;
+      CUDA_KERNEL_NODE_PARAMS kp;
+      if (at_cu->GraphNodeGetType(nodes[i], &t) == CUDA_SUCCESS && t == CU_GRAPH_NODE_TYPE_KERNEL &&
+          at_cu->GraphKernelNodeGetParams(nodes[i], &kp) == CUDA_SUCCESS && kp.gridDimX > grid)
+        grid = kp.gridDimX;
+    }
+  free(nodes);
+  return grid;
+}
+
+/* One call captured in global mode on a new stream: the largest grid it launched, then the graph
+ * replayed twice and its output checked. */
+typedef struct quad_capture {
+  const problem *p;
+  CUdeviceptr out;
+  unsigned short *host;
+  unsigned grid;
+  const char *what;
+} quad_capture;
+
+static void *capture_and_replay(void *arg) {
+  quad_capture *q = arg;
+  CUX(at_cu->CtxSetCurrent(G.ctx));
+  CUstream s;
+  CUgraph graph;
+  CUgraphExec exec;
+  CUX(at_cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUX(at_cu->StreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  gemm(q->p, q->out, s, q->what, 0);
+  CUresult r = at_cu->StreamEndCapture(s, &graph);
+  if (r != CUDA_SUCCESS) {
+    fail("%s: capture failed: %s", q->what, at_cu_error_name(r));
+    at_cu->StreamDestroy(s);
+    return NULL;
+  }
+  q->grid = captured_grid(graph);
+  CUX(at_cu->GraphInstantiate(&exec, graph, 0));
+  for (int round = 0; round < 2; round++) {
+    CUX(at_cu->GraphLaunch(exec, s));
+    CUX(at_cu->StreamSynchronize(s));
+    check_output(q->p, q->out, q->host, q->what, round);
+  }
+  at_cu->GraphExecDestroy(exec), at_cu->GraphDestroy(graph), at_cu->StreamDestroy(s);
+  return NULL;
+}
+
+/* A persistent grid of clusters is launched with only the clusters the GPU holds at once, a count
+ * the library asks the driver for at a kernel's first launch in each thread (docs/runtime.md).
+ * Here that first launch is captured into a graph, in a thread that never launched the kernel
+ * (global mode, as PyTorch captures): the captured grid must be the one a thread that asked
+ * outside a capture gets, and the replays right. The kernel is loaded (eager warm-up) first:
+ * loading a module during a capture is a separate matter. Clusters of four, of which the H100
+ * holds 30 where sm_count / 4 is 33, so that the count changes the grid there. */
+static void occupancy_in_capture(void) {
+  if (G.info.cc != 90) return;
+  problem p;
+  make_problem(&p, 512, 3072, 4096, SEED + 4242, 0);
+  at_selection sel;
+  CHECK(at_runtime_select(RT, "gemm_a8w8_blockscale", p.m, p.n, p.k, NULL, &sel) == AT_STATUS_OK &&
+        strstr(sel.params, "\"CLUSTER_K\":2") && strstr(sel.params, "\"CLUSTER_N\":2"));
+  CUdeviceptr out;
+  unsigned short *host = at_xmalloc((size_t)(p.m * p.n) * 2);
+  CUX(at_cu->MemAlloc(&out, (size_t)(p.m * p.n) * 2));
+  if (gemm(&p, out, NULL, "clusters of four, eager", 0) == AT_STATUS_OK) {
+    CUX(at_cu->StreamSynchronize(NULL));
+    check_output(&p, out, host, "clusters of four, eager", 0);
+  }
+  quad_capture known = {&p, out, host, 0, "clusters of four, captured where the count is known"};
+  capture_and_replay(&known);
+  quad_capture first = {&p, out, host, 0, "clusters of four, first launch of the thread captured"};
+  pthread_t t;
+  pthread_create(&t, NULL, capture_and_replay, &first);
+  pthread_join(t, NULL);
+  fprintf(stderr, "stress: clusters of four: captured grids %u (count known) and %u (first launch in capture), %d SMs\n",
+          known.grid, first.grid, G.info.sm_count);
+  CHECK(known.grid > 0 && known.grid % 4 == 0 && known.grid <= (unsigned)G.info.sm_count);
+  CHECK_EQ_INT(first.grid, known.grid);
+  at_cu->MemFree(out), free(host);
+  free_problem(&p);
 }
 
 /* Blocks quantized from zeros, on shapes the committed configs give to RESCALE kernels (and one
@@ -687,6 +787,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, thread_main, &w[i]);
   for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
   global_capture();
+  occupancy_in_capture();
   zero_scale_blocks();
   tail_calls();
 

@@ -2,7 +2,8 @@
  * GPU). argv[1] is the autotune binary.
  *   - every candidate of the shipped space's sm90 variant (GROUP_M = 1, SPLIT_K <= 2) compiles for sm_90a:
  *     no compile error, and no spill in the configurations without split-K below 256 rows with one
- *     k-block in flight (two in flight spill a few registers outside the main loop);
+ *     k-block in flight (two in flight spill a few registers outside the main loop), and none
+ *     whose wgmmas ptxas serialized (its C75xx advisory in the compile log);
  *   - for an sm_89 target the sm90 family is skipped whole, with its reason, while the mma family
  *     still enumerates. */
 #include <stdio.h>
@@ -83,6 +84,12 @@ static void sm90_compiles_for_sm90a(const char *space) {
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM candidates WHERE (spill_stores > 8 OR stack_bytes > 16) AND params LIKE "
                      "'%%\"SPLIT_K\":1,%%' AND params LIKE '%%\"KPIPE\":1%%' AND params LIKE '%%\"CLUSTER_K\":2%%'"),
                0);
+  /* No kernel whose wgmmas ptxas serialized: its report then says "(C75xx) Potential Performance
+   * Loss: wgmma.mma_async instructions are serialized", and the kernel waits for every batch it
+   * issues. It compiles and passes every check, only 5-15% slower, so nothing else would catch it.
+   * (Session 28: a loop that reached the same code with different batches in flight did it to
+   * every KPIPE 2 kernel; docs/perf.md, "The next unit's first k-block before the epilogue".) */
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM candidates WHERE log LIKE '%%(C75%%'"), 0);
   CHECK(dbq(db, "SELECT count(*) FROM candidates WHERE params LIKE '%%\"CLUSTER_K\":2%%'") > 0);
   CHECK(dbq(db, "SELECT count(*) FROM candidates WHERE params LIKE '%%\"KPIPE\":2%%'") > 0);
   CHECK(dbq(db, "SELECT count(*) FROM candidates WHERE params LIKE '%%\"CLUSTER_M\":2%%'") > 0);
