@@ -444,22 +444,25 @@ static void global_capture(void) {
   free(host);
 }
 
-/* The largest grid (x) of a kernel node of a captured graph, or 0. */
-static unsigned captured_grid(CUgraph g) {
+/* Kernel nodes of a captured graph: what the runtime launched; with max_grid, the largest grid (x)
+ * among them. */
+static int kernel_nodes(CUgraph g, unsigned *max_grid) {
   size_t n = 0;
-  unsigned grid = 0;
-  if (at_cu->GraphGetNodes(g, NULL, &n) != CUDA_SUCCESS) return 0;
+  if (max_grid) *max_grid = 0;
+  if (at_cu->GraphGetNodes(g, NULL, &n) != CUDA_SUCCESS) return -1;
   CUgraphNode *nodes = at_xmalloc((n + 1) * sizeof *nodes);
+  int kernels = 0;
   if (at_cu->GraphGetNodes(g, nodes, &n) == CUDA_SUCCESS)
     for (size_t i = 0; i < n; i++) {
       CUgraphNodeType t;
       CUDA_KERNEL_NODE_PARAMS kp;
-      if (at_cu->GraphNodeGetType(nodes[i], &t) == CUDA_SUCCESS && t == CU_GRAPH_NODE_TYPE_KERNEL &&
-          at_cu->GraphKernelNodeGetParams(nodes[i], &kp) == CUDA_SUCCESS && kp.gridDimX > grid)
-        grid = kp.gridDimX;
+      if (at_cu->GraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS || t != CU_GRAPH_NODE_TYPE_KERNEL) continue;
+      kernels++;
+      if (max_grid && at_cu->GraphKernelNodeGetParams(nodes[i], &kp) == CUDA_SUCCESS && kp.gridDimX > *max_grid)
+        *max_grid = kp.gridDimX;
     }
   free(nodes);
-  return grid;
+  return kernels;
 }
 
 /* One call captured in global mode on a new stream: the largest grid it launched, then the graph
@@ -487,7 +490,7 @@ static void *capture_and_replay(void *arg) {
     at_cu->StreamDestroy(s);
     return NULL;
   }
-  q->grid = captured_grid(graph);
+  kernel_nodes(graph, &q->grid);
   CUX(at_cu->GraphInstantiate(&exec, graph, 0));
   for (int round = 0; round < 2; round++) {
     CUX(at_cu->GraphLaunch(exec, s));
@@ -499,7 +502,7 @@ static void *capture_and_replay(void *arg) {
 }
 
 /* A persistent grid of clusters is launched with only the clusters the GPU holds at once, a count
- * the library asks the driver for at a kernel's first launch in each thread (docs/runtime.md).
+ * the library asks the driver for at a kernel's first launch in each thread (docs/design.md).
  * Here that first launch is captured into a graph, in a thread that never launched the kernel
  * (global mode, as PyTorch captures): the captured grid must be the one a thread that asked
  * outside a capture gets, and the replays right. The kernel is loaded (eager warm-up) first:
@@ -559,20 +562,6 @@ static void zero_scale_blocks(void) {
   CHECK(rescaled >= 2); /* the committed configs rescale at M >= 2048 on these (N, K) */
 }
 
-/* Kernel nodes of a captured graph: what the runtime launched. */
-static int kernel_nodes(CUgraph g) {
-  size_t n = 0;
-  if (at_cu->GraphGetNodes(g, NULL, &n) != CUDA_SUCCESS) return -1;
-  CUgraphNode *nodes = at_xmalloc((n + 1) * sizeof *nodes);
-  int kernels = 0;
-  if (at_cu->GraphGetNodes(g, nodes, &n) == CUDA_SUCCESS)
-    for (size_t i = 0; i < n; i++) {
-      CUgraphNodeType t;
-      if (at_cu->GraphNodeGetType(nodes[i], &t) == CUDA_SUCCESS && t == CU_GRAPH_NODE_TYPE_KERNEL) kernels++;
-    }
-  free(nodes);
-  return kernels;
-}
 
 /* Two calls back to back with nothing between them: out[0..2] poisoned first, a call into out[0],
  * a call into out[1] (its main launch may start while the first call's tail still runs), then at
@@ -659,7 +648,7 @@ static void tail_calls(void) {
       fail("tail: capture of M=%lld N=%lld K=%lld failed", (long long)p.m, (long long)p.n, (long long)p.k);
       ok = 0;
     } else {
-      const int kernels = kernel_nodes(graph);
+      const int kernels = kernel_nodes(graph, NULL);
       if (ok && kernels != 2 * per_call)
         fail("tail: M=%lld N=%lld K=%lld: the graph of two calls holds %d kernels, the plan says %d",
              (long long)p.m, (long long)p.n, (long long)p.k, kernels, 2 * per_call);
