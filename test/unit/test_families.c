@@ -88,7 +88,7 @@ static void sm90_compiles_for_sm90a(const char *space) {
    * Loss: wgmma.mma_async instructions are serialized", and the kernel waits for every batch it
    * issues. It compiles and passes every check, only 5-15% slower, so nothing else would catch it.
    * (Session 28: a loop that reached the same code with different batches in flight did it to
-   * every KPIPE 2 kernel; docs/perf.md, "The next unit's first k-block before the epilogue".) */
+   * every KPIPE 2 kernel; docs/perf.md, "The epilogue's stores by bulk copies".) */
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM candidates WHERE log LIKE '%%(C75%%'"), 0);
   CHECK(dbq(db, "SELECT count(*) FROM candidates WHERE params LIKE '%%\"CLUSTER_K\":2%%'") > 0);
   CHECK(dbq(db, "SELECT count(*) FROM candidates WHERE params LIKE '%%\"KPIPE\":2%%'") > 0);
