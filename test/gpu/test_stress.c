@@ -288,7 +288,31 @@ static void eager_calls(worker *w) {
   }
 }
 
-static CUgraphExec capture(const problem *p, CUdeviceptr out, CUstream s, CUstreamCaptureMode mode, const char *what) {
+/* Kernel nodes of a captured graph: what the runtime launched; with max_grid, the largest grid (x)
+ * among them. */
+static int kernel_nodes(CUgraph g, unsigned *max_grid) {
+  size_t n = 0;
+  if (max_grid) *max_grid = 0;
+  if (at_cu->GraphGetNodes(g, NULL, &n) != CUDA_SUCCESS) return -1;
+  CUgraphNode *nodes = at_xmalloc((n + 1) * sizeof *nodes);
+  int kernels = 0;
+  if (at_cu->GraphGetNodes(g, nodes, &n) == CUDA_SUCCESS)
+    for (size_t i = 0; i < n; i++) {
+      CUgraphNodeType t;
+      CUDA_KERNEL_NODE_PARAMS kp;
+      if (at_cu->GraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS || t != CU_GRAPH_NODE_TYPE_KERNEL) continue;
+      kernels++;
+      if (max_grid && at_cu->GraphKernelNodeGetParams(nodes[i], &kp) == CUDA_SUCCESS && kp.gridDimX > *max_grid)
+        *max_grid = kp.gridDimX;
+    }
+  free(nodes);
+  return kernels;
+}
+
+/* One call (poisoned output, then the library) captured on s and instantiated; with max_grid, the
+ * largest grid (x) of the graph's kernels. */
+static CUgraphExec capture(const problem *p, CUdeviceptr out, CUstream s, CUstreamCaptureMode mode, const char *what,
+                           unsigned *max_grid) {
   CUgraph graph;
   CUgraphExec exec;
   CUX(at_cu->StreamBeginCapture(s, mode));
@@ -299,6 +323,7 @@ static CUgraphExec capture(const problem *p, CUdeviceptr out, CUstream s, CUstre
          at_cu_error_name(r));
     return NULL;
   }
+  if (max_grid) kernel_nodes(graph, max_grid);
   CUX(at_cu->GraphInstantiate(&exec, graph, 0));
   CUX(at_cu->GraphDestroy(graph));
   return exec;
@@ -317,8 +342,8 @@ static void graph_calls(worker *w) {
       CUX(at_cu->StreamSynchronize(w->s[1]));
       check_output(warm[i], w->out[i], w->host, "warm-up before capture", i);
     }
-  CUgraphExec g1 = capture(p1, w->out[0], cs, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, "graph 1");
-  CUgraphExec g2 = capture(p2, w->out[1], cs, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, "graph 2");
+  CUgraphExec g1 = capture(p1, w->out[0], cs, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, "graph 1", NULL);
+  CUgraphExec g2 = capture(p2, w->out[1], cs, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, "graph 2", NULL);
   if (g1 && g2) {
     for (int round = 0; round < 2; round++) {
       CUX(at_cu->GraphLaunch(g1, w->s[0]));
@@ -432,7 +457,7 @@ static void global_capture(void) {
   gemm(p, out, warm, "global-mode warm-up", 0);
   CUX(at_cu->StreamSynchronize(warm));
   check_output(p, out, host, "global-mode warm-up", 0);
-  CUgraphExec g = capture(p, out, fresh, CU_STREAM_CAPTURE_MODE_GLOBAL, "global-mode capture");
+  CUgraphExec g = capture(p, out, fresh, CU_STREAM_CAPTURE_MODE_GLOBAL, "global-mode capture", NULL);
   for (int round = 0; g && round < 3; round++) {
     CUX(at_cu->GraphLaunch(g, round == 1 ? warm : fresh));
     CUX(at_cu->StreamSynchronize(round == 1 ? warm : fresh));
@@ -442,27 +467,6 @@ static void global_capture(void) {
   at_cu->MemFree(out);
   at_cu->StreamDestroy(warm), at_cu->StreamDestroy(fresh);
   free(host);
-}
-
-/* Kernel nodes of a captured graph: what the runtime launched; with max_grid, the largest grid (x)
- * among them. */
-static int kernel_nodes(CUgraph g, unsigned *max_grid) {
-  size_t n = 0;
-  if (max_grid) *max_grid = 0;
-  if (at_cu->GraphGetNodes(g, NULL, &n) != CUDA_SUCCESS) return -1;
-  CUgraphNode *nodes = at_xmalloc((n + 1) * sizeof *nodes);
-  int kernels = 0;
-  if (at_cu->GraphGetNodes(g, nodes, &n) == CUDA_SUCCESS)
-    for (size_t i = 0; i < n; i++) {
-      CUgraphNodeType t;
-      CUDA_KERNEL_NODE_PARAMS kp;
-      if (at_cu->GraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS || t != CU_GRAPH_NODE_TYPE_KERNEL) continue;
-      kernels++;
-      if (max_grid && at_cu->GraphKernelNodeGetParams(nodes[i], &kp) == CUDA_SUCCESS && kp.gridDimX > *max_grid)
-        *max_grid = kp.gridDimX;
-    }
-  free(nodes);
-  return kernels;
 }
 
 /* One call captured in global mode on a new stream: the largest grid it launched, then the graph
@@ -479,25 +483,15 @@ static void *capture_and_replay(void *arg) {
   quad_capture *q = arg;
   CUX(at_cu->CtxSetCurrent(G.ctx));
   CUstream s;
-  CUgraph graph;
-  CUgraphExec exec;
   CUX(at_cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  CUX(at_cu->StreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-  gemm(q->p, q->out, s, q->what, 0);
-  CUresult r = at_cu->StreamEndCapture(s, &graph);
-  if (r != CUDA_SUCCESS) {
-    fail("%s: capture failed: %s", q->what, at_cu_error_name(r));
-    at_cu->StreamDestroy(s);
-    return NULL;
-  }
-  kernel_nodes(graph, &q->grid);
-  CUX(at_cu->GraphInstantiate(&exec, graph, 0));
-  for (int round = 0; round < 2; round++) {
+  CUgraphExec exec = capture(q->p, q->out, s, CU_STREAM_CAPTURE_MODE_GLOBAL, q->what, &q->grid);
+  for (int round = 0; exec && round < 2; round++) {
     CUX(at_cu->GraphLaunch(exec, s));
     CUX(at_cu->StreamSynchronize(s));
     check_output(q->p, q->out, q->host, q->what, round);
   }
-  at_cu->GraphExecDestroy(exec), at_cu->GraphDestroy(graph), at_cu->StreamDestroy(s);
+  if (exec) at_cu->GraphExecDestroy(exec);
+  at_cu->StreamDestroy(s);
   return NULL;
 }
 
@@ -561,7 +555,6 @@ static void zero_scale_blocks(void) {
   fprintf(stderr, "stress: zero-scale blocks on 4 shapes, %d of them through RESCALE kernels\n", rescaled);
   CHECK(rescaled >= 2); /* the committed configs rescale at M >= 2048 on these (N, K) */
 }
-
 
 /* Two calls back to back with nothing between them: out[0..2] poisoned first, a call into out[0],
  * a call into out[1] (its main launch may start while the first call's tail still runs), then at
