@@ -41,6 +41,13 @@
 // registers: 64 x 256 per warpgroup fits (128 x 256 and 256 x 128 tiles), which halves the
 // shared-memory reads of A per product against 128 x 128. Exact for zero-scale blocks whose
 // values are zero (how a zero scale arises); a zero scale over non-zero values is not supported.
+// A 64 x 256 slice (HALVES) is issued as two 128-column batches, each committed on its own: per
+// k-block the warpgroup waits for the first (wait_group 1), rescales it while the second runs,
+// waits for the second and frees the stage, issues the next k-block's first half, rescales the
+// second half while that runs, then issues it. ptxas serializes every wgmma of the kernel (C7514)
+// when an accumulator is rewritten while a batch issued before a loop's back edge is in flight,
+// so no batch is in flight across one: the loop takes HU k-blocks an iteration and drains at its
+// end, where the next iteration's first half is rescaled with no batch of its own running.
 // SWAP_AB 1 (decode-sized M: BLOCK_M 16, 32 or 64 tokens, BLOCK_N 64 or 128): the wgmma's operands
 // swapped. Math warpgroup w (BLOCK_N / 64 of them) takes the tile's weight rows (C's columns)
 // n0 + 64 w + [0, 64) as the wgmma's A (64 rows of the B stage) and all BLOCK_M tokens as its B
@@ -382,6 +389,9 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   // one accumulator per k-block in flight.
   constexpr int ACC_REGS = RESCALE ? WAVES * NACC : (WAVES + KPIPE) * NACC;
   constexpr bool PINGPONG_ON = PINGPONG >= 1 && MATH_WG == 2;
+  // RESCALE 1 on one 64 x 256 slice a warpgroup: its two 128-column halves are batches of their
+  // own (the HALVES loop).
+  constexpr bool HALVES = RESCALE == 1 && WAVES == 1 && WG_N == 256 && !SWAP_AB && !PINGPONG_ON && KPIPE == 1;
   // CTAs sharing A or B tiles (multicast), and the cluster: CLUSTER_K 2 pairs two CTAs that take
   // the two halves of one tile's k-blocks.
   constexpr int CLUSTER_MN = CLUSTER_M * CLUSTER_N, CLUSTER = CLUSTER_MN * CLUSTER_K;
@@ -860,6 +870,114 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
           at_wgmma_wait<0>();
           finish(acc);
         }
+      }
+    } else if constexpr (HALVES) {
+      // RESCALE 1 with one 64 x 256 slice: its two 128-column halves, one weight-scale block
+      // each, are batches of their own (wgmma m64n128k32), so that the warpgroup rescales one
+      // half while a batch of the other runs, and frees the stage as soon as both halves of its
+      // k-block have completed. (One batch of the whole slice, waited for before the rescale,
+      // left the tensor cores to the other warpgroup while this one rescaled; the halves with
+      // the stage freed only after the next k-block's first half was issued gained 1% on the
+      // H100, freed first 4-6%: docs/perf.md, "The in-place rescale in two halves".) The units
+      // are those of the RESCALE loop below.
+      constexpr int HN = NACC / 2, HU = 2;
+      float(&h0)[HN] = *reinterpret_cast<float(*)[HN]>(&res[0][0]);
+      float(&h1)[HN] = *reinterpret_cast<float(*)[HN]>(&res[0][HN]);
+      float ua[2], ub[3], fa[2] = {1.f, 1.f}, fb[2] = {1.f, 1.f};
+      at_sm90::kscales<NSA> nx2;  // AHEAD2: the scales two k-blocks ahead of cur
+      if (AHEAD2 && p.kb0 + 1 < p.kb1) load_scales(p.kb0 + 1, nx2);
+      // Half h of k-block number i (its stage waited for with the first half).
+      auto issue_half = [&](float(&d)[HN], int h, int i, int keep) {
+        const int s = i % STAGES;
+        if (h == 0) at_mbar_wait(full0 + s * 8, (at_u32)(i / STAGES) & 1u);
+        const at_u64 da = desc_a(s, 0), db = desc_b(s) + (at_u64)(h * (128 * 128 / 16));  // rows 128 h on
+#pragma unroll
+        for (int j = 0; j < HN; j++) at_reg_fence(d[j]);
+        at_wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<WG_N / 2>::mma(d, da + 2 * ks, db + 2 * ks, keep | ks);
+        at_wgmma_commit();
+      };
+      auto rescale_half = [&](float(&d)[HN], int h) {
+#pragma unroll
+        for (int j = 0; j < HN; j++) at_reg_fence(d[j]);
+        const float s0 = fa[0] * fb[h], s1 = fa[1] * fb[h];
+#pragma unroll
+        for (int g = 0; g < HN / 4; g++) at_sm90::scale_group(d, d, false, g, s0, s1);
+      };
+      // cur takes k-block kb's scales, nxt kb + 1's (loaded a k-block or two earlier).
+      auto shift_scales = [&](int kb) {
+        cur = nxt;
+        if constexpr (AHEAD2) {
+          nxt = nx2;
+          if (kb + 2 < p.kb1) load_scales(kb + 2, nx2);
+        } else {
+          if (kb + 1 < p.kb1) load_scales(kb + 1, nxt);
+        }
+      };
+      // The factors from k-block kb's units to kb + 1's (nxt holds kb + 1's scales).
+      auto next_units = [&]() {
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+          const float nu = nxt.a[i] != 0.f ? nxt.a[i] : ua[i];
+          fa[i] = __fdividef(ua[i], nu), ua[i] = nu;
+        }
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+          const float nu = nxt.b[i] != 0.f ? nxt.b[i] : ub[i];
+          fb[i] = __fdividef(ub[i], nu), ub[i] = nu;
+        }
+      };
+      if (p.kb0 < p.kb1) {
+        issue_half(h0, 0, it, 0);
+        issue_half(h1, 1, it, 0);
+        shift_scales(p.kb0);
+#pragma unroll
+        for (int i = 0; i < 2; i++) ua[i] = cur.a[i] != 0.f ? cur.a[i] : 1.f;
+#pragma unroll
+        for (int i = 0; i < 2; i++) ub[i] = cur.b[i] != 0.f ? cur.b[i] : 1.f;
+        ub[2] = 1.f;
+        at_wgmma_wait<0>();
+        // Per k-block: wait for its first half, rescale it while the second half runs, wait for
+        // the second (the stage is free), issue the next k-block's first half, rescale the second
+        // half while that runs, issue the next second half. ptxas serializes every wgmma (C7514)
+        // when a register is rescaled while a batch issued before a loop's back edge is in flight
+        // (within an iteration it tracks the batches), so HU k-blocks per iteration, none in
+        // flight across the back edge: the first of them rescales its first half with no batch
+        // of its own warpgroup running.
+        int kb = p.kb0;
+        for (; kb + HU < p.kb1; kb += HU) {
+#pragma unroll
+          for (int u = 0; u < HU; u++) {
+            next_units();
+            if (u > 0) at_wgmma_wait<1>();
+            rescale_half(h0, 0);
+            at_wgmma_wait<0>();
+            release(it % STAGES);
+            issue_half(h0, 0, it + 1, 1);
+            rescale_half(h1, 1);
+            issue_half(h1, 1, it + 1, 1);
+            shift_scales(kb + u + 1);
+            it++;
+          }
+          at_wgmma_wait<0>();
+        }
+        for (; kb + 1 < p.kb1; kb++, it++) {
+          next_units();
+          rescale_half(h0, 0);
+          release(it % STAGES);
+          issue_half(h0, 0, it + 1, 1);
+          rescale_half(h1, 1);
+          issue_half(h1, 1, it + 1, 1);
+          shift_scales(kb + 1);
+          at_wgmma_wait<0>();
+        }
+#pragma unroll
+        for (int j = 0; j < NACC; j++) at_reg_fence(res[0][j]);
+        release(it % STAGES);
+        it++;
+        // Back from the last k-block's units.
+        scale_slice(res[0], res[0], false, 0, ua, ub);
       }
     } else {
       // RESCALE: the accumulator holds sum over the k-blocks taken of As * Bs * (A B) divided by

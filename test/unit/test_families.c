@@ -93,6 +93,11 @@ static void sm90_compiles_for_sm90a(const char *space) {
   CHECK(dbq(db, "SELECT count(*) FROM candidates WHERE params LIKE '%%\"CLUSTER_K\":2%%'") > 0);
   CHECK(dbq(db, "SELECT count(*) FROM candidates WHERE params LIKE '%%\"KPIPE\":2%%'") > 0);
   CHECK(dbq(db, "SELECT count(*) FROM candidates WHERE params LIKE '%%\"CLUSTER_M\":2%%'") > 0);
+  /* ... among them the 64 x 256 slices rescaled in two halves (the HALVES loop: RESCALE 1 and
+   * BLOCK_N 256), whose loop shape is the one ptxas serializes when a batch is in flight across
+   * its back edge. */
+  CHECK(dbq(db, "SELECT count(*) FROM candidates WHERE params LIKE '%%\"BLOCK_N\":256%%' AND params LIKE "
+                "'%%\"RESCALE\":1%%'") > 0);
   CHECK_CONTAINS(text, "0 failed");
   free(text), free(db), free(out);
 }
