@@ -389,9 +389,12 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   // one accumulator per k-block in flight.
   constexpr int ACC_REGS = RESCALE ? WAVES * NACC : (WAVES + KPIPE) * NACC;
   constexpr bool PINGPONG_ON = PINGPONG >= 1 && MATH_WG == 2;
-  // RESCALE 1 on one 64 x 256 slice a warpgroup: its two 128-column halves are batches of their
-  // own (the HALVES loop).
-  constexpr bool HALVES = RESCALE == 1 && WAVES == 1 && WG_N == 256 && !SWAP_AB && !PINGPONG_ON && KPIPE == 1;
+  // RESCALE 1 on one 64 x 256 or 64 x 192 slice a warpgroup: its two column halves are batches of
+  // their own (the HALVES loop).
+  // (Not with three math warpgroups, which keep two batches queued while one rescales: 192 x 192
+  // in halves ran 3-5% slower on the H100.)
+  constexpr bool HALVES = RESCALE == 1 && WAVES == 1 && (WG_N == 256 || (WG_N == 192 && MATH_WG <= 2)) && !SWAP_AB &&
+                          !PINGPONG_ON && KPIPE == 1;
   // CTAs sharing A or B tiles (multicast), and the cluster: CLUSTER_K 2 pairs two CTAs that take
   // the two halves of one tile's k-blocks.
   constexpr int CLUSTER_MN = CLUSTER_M * CLUSTER_N, CLUSTER = CLUSTER_MN * CLUSTER_K;
@@ -872,8 +875,9 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
         }
       }
     } else if constexpr (HALVES) {
-      // RESCALE 1 with one 64 x 256 slice: its two 128-column halves, one weight-scale block
-      // each, are batches of their own (wgmma m64n128k32), so that the warpgroup rescales one
+      // RESCALE 1 with one 64 x 256 or 64 x 192 slice: its two column halves (with 256, one
+      // weight-scale block each; with 192 each group's 64-column segment picks its block, as in
+      // scale_slice) are batches of their own (wgmma m64n128k32, m64n96k32), so that the warpgroup rescales one
       // half while a batch of the other runs, and frees the stage as soon as both halves of its
       // k-block have completed. (One batch of the whole slice, waited for before the rescale,
       // left the tensor cores to the other warpgroup while this one rescaled; the halves with
@@ -883,14 +887,14 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       constexpr int HN = NACC / 2, HU = 2;
       float(&h0)[HN] = *reinterpret_cast<float(*)[HN]>(&res[0][0]);
       float(&h1)[HN] = *reinterpret_cast<float(*)[HN]>(&res[0][HN]);
-      float ua[2], ub[3], fa[2] = {1.f, 1.f}, fb[2] = {1.f, 1.f};
+      float ua[2], ub[3], fa[2] = {1.f, 1.f}, fb[3] = {1.f, 1.f, 1.f};
       at_sm90::kscales<NSA> nx2;  // AHEAD2: the scales two k-blocks ahead of cur
       if (AHEAD2 && p.kb0 + 1 < p.kb1) load_scales(p.kb0 + 1, nx2);
       // Half h of k-block number i (its stage waited for with the first half).
       auto issue_half = [&](float(&d)[HN], int h, int i, int keep) {
         const int s = i % STAGES;
         if (h == 0) at_mbar_wait(full0 + s * 8, (at_u32)(i / STAGES) & 1u);
-        const at_u64 da = desc_a(s, 0), db = desc_b(s) + (at_u64)(h * (128 * 128 / 16));  // rows 128 h on
+        const at_u64 da = desc_a(s, 0), db = desc_b(s) + (at_u64)(h * (WG_N / 2 * 128 / 16));  // rows h WG_N / 2 on
 #pragma unroll
         for (int j = 0; j < HN; j++) at_reg_fence(d[j]);
         at_wgmma_fence();
@@ -901,9 +905,24 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       auto rescale_half = [&](float(&d)[HN], int h) {
 #pragma unroll
         for (int j = 0; j < HN; j++) at_reg_fence(d[j]);
-        const float s0 = fa[0] * fb[h], s1 = fa[1] * fb[h];
+        if constexpr (SEG64) {
+          // Group g of the half is the tile's 8-column group HN / 4 h + g, in 64-column segment q.
+          float s0[3], s1[3];
 #pragma unroll
-        for (int g = 0; g < HN / 4; g++) at_sm90::scale_group(d, d, false, g, s0, s1);
+          for (int q = 0; q < 3; q++) {
+            const float sb = pick(fb, 8 * q);
+            s0[q] = fa[0] * sb, s1[q] = fa[1] * sb;
+          }
+#pragma unroll
+          for (int g = 0; g < HN / 4; g++) {
+            const int q = (HN / 4 * h + g) / 8;
+            at_sm90::scale_group(d, d, false, g, s0[q], s1[q]);
+          }
+        } else {
+          const float s0 = fa[0] * fb[h], s1 = fa[1] * fb[h];
+#pragma unroll
+          for (int g = 0; g < HN / 4; g++) at_sm90::scale_group(d, d, false, g, s0, s1);
+        }
       };
       // cur takes k-block kb's scales, nxt kb + 1's (loaded a k-block or two earlier).
       auto shift_scales = [&](int kb) {
@@ -923,7 +942,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
           fa[i] = __fdividef(ua[i], nu), ua[i] = nu;
         }
 #pragma unroll
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 2; i++) {  // the tile's weight-scale blocks (two: NB is 3 for 256, of which it uses 2)
           const float nu = nxt.b[i] != 0.f ? nxt.b[i] : ub[i];
           fb[i] = __fdividef(ub[i], nu), ub[i] = nu;
         }
