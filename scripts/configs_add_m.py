@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""configs_add_m.py COMMITTED.json NEWER.json > MERGED.json: the per-M entries (`per_M`, `M_LEQ_<m>`)
-that a newer export of the same (device, tag, N, K) has for M the committed file lacks, added to the
-committed file; every entry the committed file has stays as it is, its buckets too, except `any`
-(the winner at the largest tuned M, used above it), which follows an added M above the largest.
+"""configs_add_m.py COMMITTED.json NEWER.json [--replace M,M...] > MERGED.json: the per-M entries
+(`per_M`, `M_LEQ_<m>`) that a newer export of the same (device, tag, N, K) has for M the committed
+file lacks, added to the committed file; every entry the committed file has stays as it is, its
+buckets too, except `any` (the winner at the largest tuned M, used above it), which follows an added
+M above the largest. With --replace, the entries at those M (which both files must have) are the
+newer file's too: for entries tuned again whose new config won when measured through the runtime
+(the buckets stay, the runtime reads `per_M` first).
 
 Why: a file tuned at some M answers any other M with the entry of the next tuned M above it (at
 M = 256 a Llama-3-8B file tuned at 16, 64, 128 and 512 answered with its 512 entry, 1.40x
@@ -63,7 +66,7 @@ def with_comma(line, comma):
     return body + ("," if comma else "") + "\n"
 
 
-def merge(old_text, new_text):
+def merge(old_text, new_text, replace=()):
     old, new = json.loads(old_text), json.loads(new_text)
     for key in ("format", "op", "tag", "device", "device_name", "arch", "N", "K"):
         if old.get(key) != new.get(key):
@@ -74,10 +77,13 @@ def merge(old_text, new_text):
     o_start, o_end, o_blocks = per_m_blocks(ol)
     _, _, n_blocks = per_m_blocks(nl)
     added = sorted(set(n_blocks) - set(o_blocks))
-    if not added:
+    for m in replace:
+        if m not in o_blocks or m not in n_blocks:
+            sys.exit("configs_add_m.py: --replace %d: both files need an entry at that M" % m)
+    if not added and not replace:
         return old_text, added
     blocks = dict(o_blocks)
-    blocks.update({m: n_blocks[m] for m in added})
+    blocks.update({m: n_blocks[m] for m in added + list(replace)})
     ms = sorted(blocks)
     body = []
     for j, m in enumerate(ms):
@@ -89,11 +95,11 @@ def merge(old_text, new_text):
     o_top, n_top = top_copies(ol), top_copies(nl)
     if not o_top:
         sys.exit("configs_add_m.py: %s has no top-level copies: run scripts/configs_seed_shape.py on it first" % "the committed file")
-    missing = [m for m in added if m not in n_top]
+    missing = [m for m in added + list(replace) if m not in n_top]
     if missing:
         sys.exit("configs_add_m.py: the newer file has no top-level copy of M_LEQ_%d" % missing[0])
     top = {m: line for m, (_, line) in o_top.items()}
-    top.update({m: n_top[m][1] for m in added})
+    top.update({m: n_top[m][1] for m in added + list(replace)})
     out = ol[:o_start] + body + ol[o_end:]
     shift = len(body) - (o_end - o_start)
     first = min(i for i, _ in o_top.values()) + shift
@@ -103,7 +109,7 @@ def merge(old_text, new_text):
     copies = [with_comma(top[m], j + 1 < len(tms) or tail[0].strip() != "}") for j, m in enumerate(tms)]
     out = out[:first] + copies + tail
     # `any` is the largest tuned M's winner: the newer file's when an added M is above the largest.
-    if max(added) > max(o_blocks):
+    if added and max(added) > max(o_blocks):
         b_start, _, o_b = object_blocks(out, "buckets")
         _, _, n_b = object_blocks(nl, "buckets")
         if "any" not in o_b or "any" not in n_b:
@@ -119,20 +125,27 @@ def merge(old_text, new_text):
 
 
 def main(argv):
+    replace = []
+    if len(argv) == 5 and argv[3] == "--replace":
+        try:
+            replace = sorted({int(x) for x in argv[4].split(",")})
+        except ValueError:
+            sys.exit("configs_add_m.py: --replace takes M values separated by commas, not %r" % argv[4])
+        argv = argv[:3]
     if len(argv) != 3:
         sys.exit(__doc__.split("\n\n")[0])
     with open(argv[1]) as f:
         old_text = f.read()
     with open(argv[2]) as f:
         new_text = f.read()
-    text, added = merge(old_text, new_text)
+    text, added = merge(old_text, new_text, replace)
     # What the text must say: the committed file with the added per-M entries (and copies), and
     # `any` the newer file's when the largest M is one of them.
     got, old, new = json.loads(text), json.loads(old_text), json.loads(new_text)
     want = dict(old)
-    want["per_M"] = dict(sorted({**old["per_M"], **{"M_LEQ_%d" % m: new["per_M"]["M_LEQ_%d" % m] for m in added}}.items(),
+    want["per_M"] = dict(sorted({**old["per_M"], **{"M_LEQ_%d" % m: new["per_M"]["M_LEQ_%d" % m] for m in added + replace}}.items(),
                                 key=lambda kv: int(kv[0][len("M_LEQ_"):])))
-    for m in added:
+    for m in added + replace:
         want["M_LEQ_%d" % m] = new["M_LEQ_%d" % m]
     if added and max(added) > max(int(k[len("M_LEQ_"):]) for k in old["per_M"]):
         want["buckets"] = dict(old["buckets"], any=new["buckets"]["any"])
@@ -140,7 +153,8 @@ def main(argv):
     if got != want:
         sys.exit("configs_add_m.py: the merged text does not say what it should (an unexpected layout?)")
     sys.stdout.write(text)
-    print(f"{argv[1]}: added M {', '.join(map(str, added)) or 'none'}", file=sys.stderr)
+    print(f"{argv[1]}: added M {', '.join(map(str, added)) or 'none'}"
+          + (f", replaced M {', '.join(map(str, replace))}" if replace else ""), file=sys.stderr)
 
 
 if __name__ == "__main__":

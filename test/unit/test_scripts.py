@@ -4,7 +4,8 @@
 - scripts/configs_add_m.py: for every committed file with per-M entries and each of its M, the file
   without that M (its per_M member and top-level copy taken out) merged with the committed file
   gives the committed file back, byte for byte (so the output is in `autotune export`'s layout,
-  which test_export checks for committed files); a file without the top-level copies is refused.
+  which test_export checks for committed files); a file without the top-level copies is refused;
+  with --replace M the newer file's entry at M replaces the committed one, and nothing else changes.
 - scripts/one_config_dirs.py: one file per (N, K) of the shape file, each answering with the config
   given (defaults filled in); a PARAMS that is not a JSON object is refused.
 - scripts/menu_space.py: from the committed files, every config once; those that hold their scales
@@ -77,6 +78,29 @@ with tempfile.TemporaryDirectory() as tmp:
         fh.write(drop_m(bare, 256))
     r = run(add_m, old, f)
     check(r.returncode != 0 and "configs_seed_shape.py" in r.stderr, f"a file without copies refused ({r.stderr.strip()})")
+    # --replace M: the newer file's entry at an M both have (its per_M member and top-level copy),
+    # every other line the committed file's; an M one of them lacks is refused.
+    f = os.path.join(ROOT, "configs", "sm90-GEMM-A8W8_BLOCKSCALE-N=28672-K=4096.json")
+    text = open(f).read()
+    bump = lambda l: re.sub(r'("STAGES": ?)(\d+)', lambda m: m.group(1) + str(int(m.group(2)) + 1), l)
+    out, in_2048 = [], False
+    for l in text.splitlines(keepends=True):
+        if re.match(r'    "M_LEQ_\d+": ', l) or l.startswith("  }"):
+            in_2048 = l.startswith('    "M_LEQ_2048": ')
+        out.append(bump(l) if (in_2048 and l.startswith('      "params"')) or l.startswith('  "M_LEQ_2048": ') else l)
+    newer = "".join(out)
+    check(newer != text and json.loads(newer)["per_M"]["M_LEQ_2048"]["params"]["STAGES"] ==
+          json.loads(text)["per_M"]["M_LEQ_2048"]["params"]["STAGES"] + 1 and
+          json.loads(newer)["M_LEQ_2048"]["STAGES"] == json.loads(text)["M_LEQ_2048"]["STAGES"] + 1, "a newer entry at 2048")
+    nf = os.path.join(tmp, "newer.json")
+    with open(nf, "w") as fh:
+        fh.write(newer)
+    r = run(add_m, f, nf)
+    check(r.returncode == 0 and r.stdout == text, f"without --replace the committed entry stays ({r.stderr.strip()})")
+    r = run(add_m, f, nf, "--replace", "2048")
+    check(r.returncode == 0 and r.stdout == newer, f"--replace 2048 takes the newer entry ({r.stderr.strip()})")
+    r = run(add_m, f, nf, "--replace", "2047")
+    check(r.returncode != 0 and "--replace 2047" in r.stderr, f"--replace of an M not in both refused ({r.stderr.strip()})")
 
     one = os.path.join(ROOT, "scripts", "one_config_dirs.py")
     shapes = os.path.join(tmp, "shapes.yaml")
