@@ -877,9 +877,9 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
     } else if constexpr (HALVES) {
       // RESCALE 1 with one 64 x 256 or 64 x 192 slice: its two column halves (with 256, one
       // weight-scale block each; with 192 each group's 64-column segment picks its block, as in
-      // scale_slice) are batches of their own (wgmma m64n128k32, m64n96k32), so that the warpgroup rescales one
-      // half while a batch of the other runs, and frees the stage as soon as both halves of its
-      // k-block have completed. (One batch of the whole slice, waited for before the rescale,
+      // scale_slice) are batches of their own (wgmma m64n128k32, m64n96k32), so that the
+      // warpgroup rescales one half while a batch of the other runs, and frees the stage as soon
+      // as both halves of its k-block have completed. (One batch of the whole slice, waited for before the rescale,
       // left the tensor cores to the other warpgroup while this one rescaled; the halves with
       // the stage freed only after the next k-block's first half was issued gained 1% on the
       // H100, freed first 4-6%: docs/perf.md, "The in-place rescale in two halves".) The units
