@@ -817,6 +817,21 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
     const bool unit_sc = SCALE_KB && sc_smem && p.kb0 < p.kb1;
     if (unit_sc) at_mbar_wait(base + L::sbar_off + (su & 1) * 8, (at_u32)(su >> 1) & 1u);
     if (p.kb0 < p.kb1) load_scales(p.kb0, nxt);
+    // The one-k-block loops (KPIPE 1, the halves among them) with AHEAD2: nx2 holds the scales
+    // two k-blocks ahead of cur (kb + 1 before the loop).
+    at_sm90::kscales<NSA> nx2;
+    if (AHEAD2 && p.kb0 + 1 < p.kb1) load_scales(p.kb0 + 1, nx2);
+    // cur takes k-block kb's scales, nxt kb + 1's (loaded a k-block earlier, or two with AHEAD2);
+    // the next load goes out.
+    auto shift_scales = [&](int kb) {
+      cur = nxt;
+      if constexpr (AHEAD2) {
+        nxt = nx2;
+        if (kb + 2 < p.kb1) load_scales(kb + 2, nx2);
+      } else {
+        if (kb + 1 < p.kb1) load_scales(kb + 1, nxt);
+      }
+    };
     if constexpr (KPIPE == 2) {
       // Two k-blocks in flight: k-block kb + 1 is issued into the other accumulator before kb is
       // waited for (wait_group 1), so this warpgroup's next batch is queued on the tensor cores
@@ -888,8 +903,6 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       float(&h0)[HN] = *reinterpret_cast<float(*)[HN]>(&res[0][0]);
       float(&h1)[HN] = *reinterpret_cast<float(*)[HN]>(&res[0][HN]);
       float ua[2], ub[3], fa[2] = {1.f, 1.f}, fb[3] = {1.f, 1.f, 1.f};
-      at_sm90::kscales<NSA> nx2;  // AHEAD2: the scales two k-blocks ahead of cur
-      if (AHEAD2 && p.kb0 + 1 < p.kb1) load_scales(p.kb0 + 1, nx2);
       // Half h of k-block number i (its stage waited for with the first half).
       auto issue_half = [&](float(&d)[HN], int h, int i, int keep) {
         const int s = i % STAGES;
@@ -922,16 +935,6 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
           const float s0 = fa[0] * fb[h], s1 = fa[1] * fb[h];
 #pragma unroll
           for (int g = 0; g < HN / 4; g++) at_sm90::scale_group(d, d, false, g, s0, s1);
-        }
-      };
-      // cur takes k-block kb's scales, nxt kb + 1's (loaded a k-block or two earlier).
-      auto shift_scales = [&](int kb) {
-        cur = nxt;
-        if constexpr (AHEAD2) {
-          nxt = nx2;
-          if (kb + 2 < p.kb1) load_scales(kb + 2, nx2);
-        } else {
-          if (kb + 1 < p.kb1) load_scales(kb + 1, nxt);
         }
       };
       // The factors from k-block kb's units to kb + 1's (nxt holds kb + 1's scales).
@@ -1007,24 +1010,12 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       float ua[2 * WAVES], ub[3], fa[2 * WAVES], fb[3];
       float acc[RESCALE ? 1 : NACC];
       (void)ua, (void)ub, (void)fa, (void)fb;
-      at_sm90::kscales<NSA> nx2;  // AHEAD2: the scales of k-block kb + 2 (kb + 1 before the loop)
-      if (AHEAD2 && p.kb0 + 1 < p.kb1) load_scales(p.kb0 + 1, nx2);
       for (int kb = p.kb0; kb < p.kb1; kb++, it++) {
         // This k-block's scales (cur) are copied, and the next one's loaded, once its first batch
-        // is issued: the copy waits for their load, which at a unit's first k-block was issued
-        // just before and comes from memory; the batch runs meanwhile. (Copied at the top of the
-        // loop, the wait held every unit's first batch back: the largest stall of a stream-K run
-        // on the H100, docs/perf.md.) The next one's were loaded a k-block earlier still, into
-        // nx2, which now takes those of the k-block after it.
-        auto next_scales = [&]() {
-          cur = nxt;
-          if constexpr (AHEAD2) {
-            nxt = nx2;
-            if (kb + 2 < p.kb1) load_scales(kb + 2, nx2);
-          } else {
-            if (kb + 1 < p.kb1) load_scales(kb + 1, nxt);
-          }
-        };
+        // is issued (shift_scales): the copy waits for their load, which at a unit's first k-block
+        // was issued just before and comes from memory; the batch runs meanwhile. (Copied at the
+        // top of the loop, the wait held every unit's first batch back: the largest stall of a
+        // stream-K run on the H100, docs/perf.md.)
         const int s = it % STAGES;
         at_mbar_wait(full0 + s * 8, (at_u32)(it / STAGES) & 1u);
         const at_u64 db = desc_b(s);
@@ -1054,7 +1045,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
             for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<WG_N>::mma(acc, da + 2 * ks, db + 2 * ks, ks);
           }
           at_wgmma_commit();
-          if (v == 0) next_scales();
+          if (v == 0) shift_scales(kb);
           if (PINGPONG_ON && PINGPONG == 2) at_named_arrive(w == 0 ? BAR_TURN_1 : BAR_TURN_0, 256);
           at_wgmma_wait<0>();
           if constexpr (RESCALE) {
