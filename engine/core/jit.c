@@ -259,9 +259,40 @@ static void dump_ptx(const char *ptx, const char *key, const char *name_expr, co
   free(path);
 }
 
+/* The ptxas advisories of a compile log, "(C7514) (C7517)": each code of a "(Cnnnn)" in a ptxas
+ * line, once, in order. They are kept in the cache entry because a kernel taken from the cache has
+ * no log, and an advisory such as C7514 (every wgmma serialized) marks a kernel that passes every
+ * check and runs 5-15% slower: without it, only a fresh compile would show it. */
+static char *advisories_of(const char *log) {
+  char *out = at_xstrdup("");
+  for (const char *p = log; p && *p;) {
+    const char *eol = strchr(p, '\n');
+    const size_t n = eol ? (size_t)(eol - p) : strlen(p);
+    if (memmem(p, n, "ptxas", 5))
+      for (const char *c = p; c + 7 <= p + n; c++) {
+        if (c[0] != '(' || c[1] != 'C' || c[6] != ')') continue;
+        if (!isdigit((unsigned char)c[2]) || !isdigit((unsigned char)c[3]) || !isdigit((unsigned char)c[4]) ||
+            !isdigit((unsigned char)c[5]))
+          continue;
+        char code[8];
+        memcpy(code, c, 7), code[7] = 0;
+        if (!strstr(out, code)) {
+          char *more = at_xasprintf("%s%s%s", out, *out ? " " : "", code);
+          free(out), out = more;
+        }
+      }
+    p = eol ? eol + 1 : NULL;
+  }
+  return out;
+}
+
 static char *meta_of(const at_jit_result *r) {
-  return at_xasprintf("lowered=%s\nregs=%d\nspill_stores=%d\nspill_loads=%d\nstatic_smem=%d\nstack_bytes=%d\n",
-                      r->lowered_name, r->regs, r->spill_stores, r->spill_loads, r->static_smem, r->stack_bytes);
+  char *adv = advisories_of(r->log);
+  char *meta = at_xasprintf("lowered=%s\nregs=%d\nspill_stores=%d\nspill_loads=%d\nstatic_smem=%d\nstack_bytes=%d\n"
+                            "advisories=%s\n",
+                            r->lowered_name, r->regs, r->spill_stores, r->spill_loads, r->static_smem, r->stack_bytes, adv);
+  free(adv);
+  return meta;
 }
 
 static int meta_int(const char *meta, const char *name) {
@@ -292,8 +323,13 @@ static int from_cache(const char *cache_dir, const char *key, at_jit_result *r) 
   r->cubin = e.cubin;
   r->cubin_size = e.cubin_size;
   e.cubin = NULL;
+  /* No log for a kernel from the cache, but for the advisories its compile had (entries written
+   * before they were kept have none). */
+  char *adv = at_meta_get(e.meta, "advisories");
+  r->log = adv && *adv ? at_xasprintf("ptxas advisories of this kernel's compile (from the compile cache): %s\n", adv)
+                       : at_xstrdup("");
+  free(adv);
   at_cache_entry_free(&e);
-  r->log = at_xstrdup("");
   r->ok = r->cache_hit = 1;
   at_sha256_hex(r->cubin, r->cubin_size, r->cubin_hash);
   return 1;

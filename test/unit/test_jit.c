@@ -1,7 +1,7 @@
 /* test_jit.c: NVRTC compiles of real candidates (no GPU needed): resources read from the ptxas
  * report, the cache hit on the second compile, a damaged cache entry detected and rebuilt, a
- * compile error kept with its log, and compile keys that follow content (a header edit changes
- * them, moving the file does not). */
+ * compile error kept with its log, ptxas advisories kept through the cache, and compile keys that
+ * follow content (a header edit changes them, moving the file does not). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +16,24 @@
 static const char *GOOD = "gemm_a8w8_blockscale_mma<16, 64, 128, 1, 2, 3, 1, 1, 0>";
 static const char *GOOD2 = "gemm_a8w8_blockscale_mma<64, 128, 128, 2, 2, 3, 8, 2, 1>";
 static const char *BAD = "gemm_a8w8_blockscale_mma<16, 64, 64, 1, 2, 3, 1, 1, 0>"; /* BLOCK_K 64 */
+
+/* A kernel that reads a wgmma accumulator while its batch is in flight: ptxas waits for the batch
+ * there and says so in an advisory, "(C7517) warpgroup.wait is injected ...". */
+static const char *ADVISED = "template <int X>\n"
+                             "__global__ void advised(float *out, unsigned long long da, unsigned long long db) {\n"
+                             "  float d[8];\n"
+                             "  for (int i = 0; i < 8; i++) d[i] = 0.f;\n"
+                             "  asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n"
+                             "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, "
+                             "%6, %7}, %8, %9, 1, 1, 1;\"\n"
+                             "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]), \"+f\"(d[4]), "
+                             "\"+f\"(d[5]), \"+f\"(d[6]), \"+f\"(d[7])\n"
+                             "               : \"l\"(da), \"l\"(db));\n"
+                             "  asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n"
+                             "  out[threadIdx.x] = d[0] * X;\n"
+                             "  asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n"
+                             "  for (int i = 1; i < 8; i++) out[threadIdx.x + 128 * i] = d[i];\n"
+                             "}\n";
 
 static void copy_file(const char *from, const char *to) {
   char *d;
@@ -118,6 +136,29 @@ int main(void) {
   CHECK(!r.ok);
   CHECK_CONTAINS(r.log, "128-column scale block");
   at_jit_result_free(&r);
+
+  /* A ptxas advisory is in the log of the compile, and again when the kernel comes from the cache
+   * (whose entry keeps the codes); a kernel without one has an empty log from the cache. */
+  {
+    char *adv_path = at_path_join(tmp, "advised.cu");
+    CHECK_EQ_INT(at_write_file_atomic(adv_path, ADVISED, strlen(ADVISED)), AT_OK);
+    at_jit_source *asrc;
+    CHECK_EQ_INT(at_jit_source_load(adv_path, NULL, &asrc), AT_OK);
+    CHECK_EQ_INT(at_jit_compile(asrc, "advised<1>", &o, cache, &r), AT_OK);
+    CHECK(r.ok && !r.cache_hit);
+    CHECK_CONTAINS(r.log, "(C7517)");
+    at_jit_result_free(&r);
+    CHECK_EQ_INT(at_jit_compile(asrc, "advised<1>", &o, cache, &r), AT_OK);
+    CHECK(r.ok && r.cache_hit);
+    CHECK_CONTAINS(r.log, "(C7517)");
+    CHECK_CONTAINS(r.log, "from the compile cache");
+    at_jit_result_free(&r);
+    at_jit_source_free(asrc);
+    free(adv_path);
+    CHECK_EQ_INT(at_jit_compile(src, GOOD, &o, cache, &r), AT_OK);
+    CHECK(r.ok && r.cache_hit && strcmp(r.log, "") == 0);
+    at_jit_result_free(&r);
+  }
 
   /* Keys follow content: the same files elsewhere give the same key; an edited header changes it;
    * another arch changes it. */
