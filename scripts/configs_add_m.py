@@ -82,8 +82,9 @@ def merge(old_text, new_text, replace=()):
             sys.exit("configs_add_m.py: --replace %d: both files need an entry at that M" % m)
     if not added and not replace:
         return old_text, added
+    taken = added + list(replace)  # the M whose entries come from the newer file
     blocks = dict(o_blocks)
-    blocks.update({m: n_blocks[m] for m in added + list(replace)})
+    blocks.update({m: n_blocks[m] for m in taken})
     ms = sorted(blocks)
     body = []
     for j, m in enumerate(ms):
@@ -95,11 +96,11 @@ def merge(old_text, new_text, replace=()):
     o_top, n_top = top_copies(ol), top_copies(nl)
     if not o_top:
         sys.exit("configs_add_m.py: %s has no top-level copies: run scripts/configs_seed_shape.py on it first" % "the committed file")
-    missing = [m for m in added + list(replace) if m not in n_top]
+    missing = [m for m in taken if m not in n_top]
     if missing:
         sys.exit("configs_add_m.py: the newer file has no top-level copy of M_LEQ_%d" % missing[0])
     top = {m: line for m, (_, line) in o_top.items()}
-    top.update({m: n_top[m][1] for m in added + list(replace)})
+    top.update({m: n_top[m][1] for m in taken})
     out = ol[:o_start] + body + ol[o_end:]
     shift = len(body) - (o_end - o_start)
     first = min(i for i, _ in o_top.values()) + shift

@@ -301,6 +301,32 @@ struct kscales {
   float a[NA], b[3];
 };
 
+// RESCALE's units (the kernel's RESCALE paragraph): a k-block's scales, except that a zero scale
+// keeps the previous units. The first k-block's, for NA row and NB block scales:
+template <int NA, int NB, int NSA>
+__device__ __forceinline__ void first_units(const kscales<NSA> &cur, float *ua, float *ub) {
+#pragma unroll
+  for (int i = 0; i < NA; i++) ua[i] = cur.a[i] != 0.f ? cur.a[i] : 1.f;
+#pragma unroll
+  for (int i = 0; i < NB; i++) ub[i] = cur.b[i] != 0.f ? cur.b[i] : 1.f;
+}
+
+// The next k-block's units (scales in nxt), and the factors old / new that take the accumulator
+// there.
+template <int NA, int NB, int NSA>
+__device__ __forceinline__ void next_units(const kscales<NSA> &nxt, float *ua, float *ub, float *fa, float *fb) {
+#pragma unroll
+  for (int i = 0; i < NA; i++) {
+    const float nu = nxt.a[i] != 0.f ? nxt.a[i] : ua[i];
+    fa[i] = __fdividef(ua[i], nu), ua[i] = nu;
+  }
+#pragma unroll
+  for (int i = 0; i < NB; i++) {
+    const float nu = nxt.b[i] != 0.f ? nxt.b[i] : ub[i];
+    fb[i] = __fdividef(ub[i], nu), ub[i] = nu;
+  }
+}
+
 // Promotion or rescale of 8-column group g of a slice: d = src x s0 in the rows of lrow, x s1 in
 // those of lrow + 8 (a row factor times the group's weight-block factor), plus d when add.
 template <int NACC>
@@ -894,11 +920,11 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       // weight-scale block each; with 192 each group's 64-column segment picks its block, as in
       // scale_slice) are batches of their own (wgmma m64n128k32, m64n96k32), so that the
       // warpgroup rescales one half while a batch of the other runs, and frees the stage as soon
-      // as both halves of its k-block have completed. (One batch of the whole slice, waited for before the rescale,
-      // left the tensor cores to the other warpgroup while this one rescaled; the halves with
-      // the stage freed only after the next k-block's first half was issued gained 1% on the
-      // H100, freed first 4-6%: docs/perf.md, "The in-place rescale in two halves".) The units
-      // are those of the RESCALE loop below.
+      // as both halves of its k-block have completed. (One batch of the whole slice, waited for
+      // before the rescale, left the tensor cores to the other warpgroup while this one
+      // rescaled; the halves with the stage freed only after the next k-block's first half was
+      // issued gained 1% on the H100, freed first 4-6%: docs/perf.md, "The in-place rescale in
+      // two halves".) The units are those of the RESCALE loop below (at_sm90::next_units).
       constexpr int HN = NACC / 2, HU = 2;
       float(&h0)[HN] = *reinterpret_cast<float(*)[HN]>(&res[0][0]);
       float(&h1)[HN] = *reinterpret_cast<float(*)[HN]>(&res[0][HN]);
@@ -937,27 +963,13 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
           for (int g = 0; g < HN / 4; g++) at_sm90::scale_group(d, d, false, g, s0, s1);
         }
       };
-      // The factors from k-block kb's units to kb + 1's (nxt holds kb + 1's scales).
-      auto next_units = [&]() {
-#pragma unroll
-        for (int i = 0; i < 2; i++) {
-          const float nu = nxt.a[i] != 0.f ? nxt.a[i] : ua[i];
-          fa[i] = __fdividef(ua[i], nu), ua[i] = nu;
-        }
-#pragma unroll
-        for (int i = 0; i < 2; i++) {  // the tile's weight-scale blocks (two: NB is 3 for 256, of which it uses 2)
-          const float nu = nxt.b[i] != 0.f ? nxt.b[i] : ub[i];
-          fb[i] = __fdividef(ub[i], nu), ub[i] = nu;
-        }
-      };
+      // The tile's two weight-scale blocks (NB is 3 for 256 columns, which start on a block).
+      auto next_units = [&]() { at_sm90::next_units<2, 2>(nxt, ua, ub, fa, fb); };
       if (p.kb0 < p.kb1) {
         issue_half(h0, 0, it, 0);
         issue_half(h1, 1, it, 0);
         shift_scales(p.kb0);
-#pragma unroll
-        for (int i = 0; i < 2; i++) ua[i] = cur.a[i] != 0.f ? cur.a[i] : 1.f;
-#pragma unroll
-        for (int i = 0; i < 2; i++) ub[i] = cur.b[i] != 0.f ? cur.b[i] : 1.f;
+        at_sm90::first_units<2, 2>(cur, ua, ub);
         ub[2] = 1.f;
         at_wgmma_wait<0>();
         // Per k-block: wait for its first half, rescale it while the second half runs, wait for
@@ -1059,24 +1071,8 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
           if (v == WAVES - 1) release(s);
           if constexpr (RESCALE) {
             if (v == 0) {
-              if (kb == p.kb0) {
-#pragma unroll
-                for (int i = 0; i < 2 * WAVES; i++) ua[i] = cur.a[i] != 0.f ? cur.a[i] : 1.f;
-#pragma unroll
-                for (int i = 0; i < NB; i++) ub[i] = cur.b[i] != 0.f ? cur.b[i] : 1.f;
-              }
-              if (kb + 1 < p.kb1) {
-#pragma unroll
-                for (int i = 0; i < 2 * WAVES; i++) {
-                  const float nu = nxt.a[i] != 0.f ? nxt.a[i] : ua[i];
-                  fa[i] = __fdividef(ua[i], nu), ua[i] = nu;
-                }
-#pragma unroll
-                for (int i = 0; i < NB; i++) {
-                  const float nu = nxt.b[i] != 0.f ? nxt.b[i] : ub[i];
-                  fb[i] = __fdividef(ub[i], nu), ub[i] = nu;
-                }
-              }
+              if (kb == p.kb0) at_sm90::first_units<2 * WAVES, NB>(cur, ua, ub);
+              if (kb + 1 < p.kb1) at_sm90::next_units<2 * WAVES, NB>(nxt, ua, ub, fa, fb);
             }
             if (kb + 1 < p.kb1) scale_slice(res[v], res[v], false, v, fa, fb);
           } else {
