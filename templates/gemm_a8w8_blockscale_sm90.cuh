@@ -66,8 +66,13 @@
 // next sectors at different k-blocks, so some load misses L1 at (nearly) every k-block, and one
 // k-block of tensor work did not hide that (RESCALE 1, 128 x 256: up to 18% slower at odd
 // K / 128). KPIPE 1 (RESCALE among it) therefore loads the scales two k-blocks ahead when a math
-// warpgroup has one 64-row slice and there are one or two of them (AHEAD2 in the kernel). Doing
-// the same in the KPIPE 2 loop was slower (docs/perf.md, "The k-block count").
+// warpgroup has one 64-row slice and there are one or two of them (AHEAD2 in the kernel). The
+// KPIPE 2 loop of 128-wide tiles with two math warpgroups (KP2_AHEAD2) keeps one set of scales per
+// accumulator, each loaded two waits before it is used: one set copied a wait ahead, as the other
+// KPIPE 2 tiles still do, ran those tiles 6-13% slower at M = 512 when K / 128 is not a multiple
+// of 8 and up to 3% slower at M = 2048; on 128 x 64 tiles, tiles split in a cluster, and with the
+// scales in shared memory the two sets ran 1.5-3% slower (docs/perf.md, "Scales two waits ahead
+// with two k-blocks in flight").
 // SCALE_KB > 0 (STORE 0, SWAP_AB 0): the scales of a unit come into shared memory instead. The
 // tile's rows of A's scales, [rows][K / 128], and the rows of the weight-scale blocks it touches
 // are each contiguous in the op's layout, so the producer's warp 1 (the scale loader, idle
@@ -677,6 +682,11 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   // a thread) spilled (192 x 192 RESCALE: 12 bytes instead of 4), and so did two slices (256-row
   // tiles: 256 x 112 up to 116 bytes instead of 36, 256 x 128 12 instead of none).
   constexpr bool AHEAD2 = KPIPE == 1 && MATH_WG < 3 && WAVES == 1;
+  // KP2_AHEAD2: the KPIPE 2 loop keeps one set of scales per accumulator, loaded two waits
+  // ahead: on 128-wide tiles of two math warpgroups that read their scales from global memory
+  // and take whole tiles (no CLUSTER_K), where it gained (the loop says why).
+  constexpr bool KP2_AHEAD2 =
+      KPIPE == 2 && MATH_WG == 2 && BLOCK_N >= 128 && SCALE_KB == 0 && CLUSTER_K == 1 && !SWAP_AB;
   // Zero, which ptxas cannot prove: added to the weight-scale pointers with AHEAD2, it keeps those
   // scales (the same in every lane) in per-thread registers. Loaded two k-blocks ahead, ptxas
   // otherwise moved each into a uniform register as soon as it was loaded (R2UR), which waited for
@@ -875,44 +885,55 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
         for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<WG_N>::mma(a, da + 2 * ks, db + 2 * ks, ks);
         at_wgmma_commit();
       };
-      // The older batch (k-block `it`) has completed: release its stage, promote it.
-      auto finish = [&](float(&a)[NACC]) {
+      // The scales. KP2_AHEAD2: nxt holds those of acc's k-block and sc2 acc2's, each set loaded
+      // as soon as its previous k-block is promoted, two waits before its own promotion (one wait
+      // did not hide an L1 miss, which K / 128 not a multiple of 8 makes happen at every k-block).
+      // Otherwise cur holds the k-block being promoted, copied from nxt one wait before (the copy
+      // waits for the load), and nxt takes the next load: on the tiles left out, and with the
+      // scales in shared memory, that ran faster (docs/perf.md, "Scales two waits ahead with two
+      // k-blocks in flight").
+      at_sm90::kscales<NSA> sc2;
+      at_sm90::kscales<NSA> &s_acc = KP2_AHEAD2 ? nxt : cur, &s_acc2 = KP2_AHEAD2 ? sc2 : cur;
+      // The older batch (k-block `it`) has completed: release its stage, promote it with sc.
+      auto finish = [&](float(&a)[NACC], const at_sm90::kscales<NSA> &sc) {
 #pragma unroll
         for (int j = 0; j < NACC; j++) at_reg_fence(a[j]);
         release(it % STAGES);
-        promote(a, 0, cur);
-        cur = nxt;
+        promote(a, 0, sc);
+        if (!KP2_AHEAD2) cur = nxt;
         it++;
       };
       // Every join point of this control flow has the same batches in flight on both of its
       // sides (none, or acc's alone), so ptxas needs no wait of its own in a branch (C7518).
-      const int n = p.kb1 - p.kb0;
+      const int n = p.kb1 - p.kb0, last = p.kb1 - 1;
       if (n > 0) {
-        int j = 0;  // k-block p.kb0 + j is in flight in acc, its scales in cur
-        // The first batch before the copy of its scales: the copy waits for their load, just
-        // issued, which the batch then runs under (a unit's first scales come from memory).
+        int j = 0;  // k-block p.kb0 + j is in flight in acc
+        // The first batch before the scales' copy or the next load: the copy waits for the load
+        // of the unit's first scales, just issued, which the batch then runs under.
         issue(acc, it);
-        cur = nxt;
+        if (KP2_AHEAD2) load_scales(min(p.kb0 + 1, last), sc2);
+        else cur = nxt;
         for (; j + 2 < n; j += 2) {
-          load_scales(p.kb0 + j + 1, nxt);
+          if (!KP2_AHEAD2) load_scales(p.kb0 + j + 1, nxt);
           issue(acc2, it + 1);
           at_wgmma_wait<1>();
-          finish(acc);
+          finish(acc, s_acc);
           load_scales(p.kb0 + j + 2, nxt);
           issue(acc, it + 1);
           at_wgmma_wait<1>();
-          finish(acc2);
+          finish(acc2, s_acc2);
+          if (KP2_AHEAD2) load_scales(min(p.kb0 + j + 3, last), sc2);
         }
         if (n - j == 2) {
-          load_scales(p.kb0 + j + 1, nxt);
+          if (!KP2_AHEAD2) load_scales(p.kb0 + j + 1, nxt);
           issue(acc2, it + 1);
           at_wgmma_wait<1>();
-          finish(acc);
+          finish(acc, s_acc);
           at_wgmma_wait<0>();
-          finish(acc2);
+          finish(acc2, s_acc2);
         } else {
           at_wgmma_wait<0>();
-          finish(acc);
+          finish(acc, s_acc);
         }
       }
     } else if constexpr (HALVES) {
