@@ -84,10 +84,10 @@ static void sm90(void) {
   CHECK_EQ_INT(tune("spaces/sm90_edge.yaml", db, 900), 0);
   int64_t cands = dbq(db, "SELECT count(*) FROM candidates WHERE status='ok'");
   CHECK(cands >= 16);
-  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM problems"), 4);
-  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), cands * 4);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM problems"), 5);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), cands * 5);
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status != 'ok'"), 0);
-  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM winners"), 4);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM winners"), 5);
   free(db);
 }
 
