@@ -683,8 +683,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   // tiles: 256 x 112 up to 116 bytes instead of 36, 256 x 128 12 instead of none).
   constexpr bool AHEAD2 = KPIPE == 1 && MATH_WG < 3 && WAVES == 1;
   // KP2_AHEAD2: the KPIPE 2 loop keeps one set of scales per accumulator, loaded two waits
-  // ahead: on 128-wide tiles of two math warpgroups that read their scales from global memory
-  // and take whole tiles (no CLUSTER_K), where it gained (the loop says why).
+  // ahead, on the tiles where that gained (the top of the file, on scales).
   constexpr bool KP2_AHEAD2 =
       KPIPE == 2 && MATH_WG == 2 && BLOCK_N >= 128 && SCALE_KB == 0 && CLUSTER_K == 1 && !SWAP_AB;
   // Zero, which ptxas cannot prove: added to the weight-scale pointers with AHEAD2, it keeps those
@@ -885,13 +884,10 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
         for (int ks = 0; ks < 4; ks++) at_wgmma_e4m3<WG_N>::mma(a, da + 2 * ks, db + 2 * ks, ks);
         at_wgmma_commit();
       };
-      // The scales. KP2_AHEAD2: nxt holds those of acc's k-block and sc2 acc2's, each set loaded
-      // as soon as its previous k-block is promoted, two waits before its own promotion (one wait
-      // did not hide an L1 miss, which K / 128 not a multiple of 8 makes happen at every k-block).
-      // Otherwise cur holds the k-block being promoted, copied from nxt one wait before (the copy
-      // waits for the load), and nxt takes the next load: on the tiles left out, and with the
-      // scales in shared memory, that ran faster (docs/perf.md, "Scales two waits ahead with two
-      // k-blocks in flight").
+      // The scales (why two ways: the top of the file). KP2_AHEAD2: nxt holds those of acc's
+      // k-block and sc2 acc2's, each set loaded as soon as its previous k-block is promoted, two
+      // waits before its own promotion. Otherwise cur holds the k-block being promoted, copied
+      // from nxt one wait before (the copy waits for the load), and nxt takes the next load.
       at_sm90::kscales<NSA> sc2;
       at_sm90::kscales<NSA> &s_acc = KP2_AHEAD2 ? nxt : cur, &s_acc2 = KP2_AHEAD2 ? sc2 : cur;
       // The older batch (k-block `it`) has completed: release its stage, promote it with sc.
