@@ -1,9 +1,10 @@
-// cluster_occupancy.cu: how many clusters of 1, 2 and 4 CTAs the GPU holds at once, for the sm90
+// cluster_occupancy.cu: how many clusters of 1 to 8 CTAs the GPU holds at once, for the sm90
 // family's block (384 threads) and a few dynamic shared-memory sizes. The launch rule asks for
 // sm_count / cluster clusters (engine/ops/gemm_a8w8_blockscale.c); until session 27 the runtime
 // launched them all, and those that did not fit ran as a second wave (clusters of four 2x slower);
 // since then at_launch_kernel (engine/gpu/launch.c) launches only the ones this count allows
-// (docs/perf.md, "Clusters of four, launched as many as fit").
+// (docs/perf.md, "Clusters of four, launched as many as fit"). Sizes 3, 5, 6 and 7: what a split of
+// K in three or more CTAs of a cluster would have (docs/perf.md, "Narrow weights at mid M").
 //   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a bench/cluster_occupancy.cu -o cluster_occupancy
 #include <cstdio>
 
@@ -20,11 +21,15 @@ int main() {
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   CK(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
   CK(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  printf("%d SMs\n| dynamic smem | cluster 1 | cluster 2 | cluster 4 | cluster 8 |\n| ---: | ---: | ---: | ---: | ---: |\n", sms);
+  printf("%d SMs\n| dynamic smem |", sms);
+  for (int c = 1; c <= 8; c++) printf(" cluster %d |", c);
+  printf("\n| ---: |");
+  for (int c = 1; c <= 8; c++) printf(" ---: |");
+  printf("\n");
   const int kib[] = {64, 128, 200, 227};
   for (int s : kib) {
     printf("| %d KiB |", s);
-    for (int c : {1, 2, 4, 8}) {
+    for (int c = 1; c <= 8; c++) {
       cudaLaunchConfig_t cfg = {};
       cudaLaunchAttribute attr = {};
       attr.id = cudaLaunchAttributeClusterDimension;
