@@ -59,7 +59,9 @@ void at_report_print(const at_report *r) {
     }
     fprintf(f, "results:");
     for (int k = 0; k < AT_ST_COUNT; k++) fprintf(f, " %s %lld", AT_STATUS_NAMES[k], (long long)t->counts[k]);
-    fprintf(f, "; %lld evaluated now, %lld from the DB\n", (long long)t->evaluated, (long long)t->resumed);
+    fprintf(f, "; %lld evaluated now, %lld from the DB", (long long)t->evaluated, (long long)t->resumed);
+    if (t->adopted) fprintf(f, " (%lld from a candidate with the same cubin)", (long long)t->adopted);
+    fputc('\n', f);
     fprintf(f, "gpu phase: %.1f s (setup %.1f, check+time %.1f, re-time %.1f), %.1f evaluations/s\n", t->wall_s,
             t->setup_s, t->eval_s, t->retime_s, t->wall_s > 0 ? (double)t->evaluated / t->wall_s : 0.0);
     /* The GPU phase runs beside the compile phase: how much of it the GPUs were at work, and how
@@ -118,8 +120,8 @@ int at_report_write_json(const at_report *r, const char *path) {
     at_buf_puts(&b, "  \"results\": {");
     for (int k = 0; k < AT_ST_COUNT; k++)
       at_buf_printf(&b, "%s\"%s\": %lld", k ? ", " : "", AT_STATUS_NAMES[k], (long long)t->counts[k]);
-    at_buf_printf(&b, "},\n  \"evaluated\": %lld,\n  \"resumed\": %lld,\n  \"replaced_workers\": %lld,\n",
-                  (long long)t->evaluated, (long long)t->resumed, (long long)t->replaced_workers);
+    at_buf_printf(&b, "},\n  \"evaluated\": %lld,\n  \"resumed\": %lld,\n  \"adopted\": %lld,\n  \"replaced_workers\": %lld,\n",
+                  (long long)t->evaluated, (long long)t->resumed, (long long)t->adopted, (long long)t->replaced_workers);
     at_buf_printf(&b, "  \"gpu_seconds\": %.3f,\n  \"setup_seconds\": %.3f,\n  \"eval_seconds\": %.3f,\n"
                       "  \"retime_seconds\": %.3f,\n",
                   t->wall_s, t->setup_s, t->eval_s, t->retime_s);

@@ -734,6 +734,60 @@ int at_store_get_result(at_store *s, int64_t candidate_id, int64_t problem_id, i
   return AT_OK;
 }
 
+/* A twin: another recorded candidate of the same op whose cubin is byte for byte this one's (same
+ * hash), launched the same way (params, entry expression, arch, threads, dynamic shared memory),
+ * and not quarantined. Its result on (problem, device) is this candidate's: a template edit that
+ * leaves the machine code alone (a comment) must not cost a re-tuning. */
+typedef struct adopt_ctx {
+  int64_t cand, problem, device, run;
+  int adopted;
+} adopt_ctx;
+
+static int adopt_tx(at_store *s, void *p) {
+  adopt_ctx *c = p;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(
+                   s->db,
+                   "INSERT INTO results(candidate_id, problem_id, device_id, run_id, status, time_us, time_min_us,"
+                   " time_max_us, samples, cut, sets, retime_us, tflops, gbs, roofline_pct, occupancy, max_abs_err,"
+                   " bad_count, first_bad, message, seed, created, check_ratio)"
+                   " SELECT n.id, r.problem_id, r.device_id, ?4, r.status, r.time_us, r.time_min_us, r.time_max_us,"
+                   " r.samples, r.cut, r.sets, r.retime_us, r.tflops, r.gbs, r.roofline_pct, r.occupancy,"
+                   " r.max_abs_err, r.bad_count, r.first_bad,"
+                   " 'same cubin as candidate ' || r.candidate_id || ', measured in run ' || coalesce(r.run_id, '?')"
+                   " || CASE WHEN coalesce(r.message, '') <> '' THEN ': ' || r.message ELSE '' END,"
+                   " r.seed, r.created, r.check_ratio"
+                   " FROM candidates n JOIN variants nv ON nv.id = n.variant_id"
+                   " JOIN candidates c ON c.cubin_hash = n.cubin_hash AND c.id <> n.id"
+                   " JOIN variants cv ON cv.id = c.variant_id"
+                   " JOIN results r ON r.candidate_id = c.id"
+                   " WHERE n.id = ?1 AND r.problem_id = ?2 AND r.device_id = ?3 AND n.status = 'ok' AND c.status = 'ok'"
+                   " AND n.cubin_hash IS NOT NULL AND n.cubin_hash <> '' AND c.params = n.params"
+                   " AND c.name_expr = n.name_expr AND c.arch = n.arch AND c.threads IS n.threads"
+                   " AND c.smem_bytes IS n.smem_bytes AND cv.op = nv.op AND c.quarantined = 0"
+                   " AND r.status <> 'quarantined'"
+                   " AND NOT EXISTS (SELECT 1 FROM results o WHERE o.candidate_id = n.id AND o.problem_id = ?2"
+                   " AND o.device_id = ?3)"
+                   " ORDER BY r.created DESC, r.id DESC LIMIT 1",
+                   -1, &st, NULL));
+  sqlite3_bind_int64(st, 1, c->cand);
+  sqlite3_bind_int64(st, 2, c->problem);
+  sqlite3_bind_int64(st, 3, c->device);
+  bind_id(st, 4, c->run);
+  AT_TRY(step_done(s, st));
+  c->adopted = sqlite3_changes(s->db) > 0;
+  return AT_OK;
+}
+
+int at_store_adopt_result(at_store *s, int64_t candidate_id, int64_t problem_id, int64_t device_id, int64_t run_id,
+                          int *adopted) {
+  adopt_ctx c = {candidate_id, problem_id, device_id, run_id, 0};
+  *adopted = 0;
+  AT_TRY(at_store_tx(s, adopt_tx, &c));
+  *adopted = c.adopted;
+  return AT_OK;
+}
+
 typedef struct retime_ctx {
   int64_t cand, problem, device, run;
   double us;

@@ -703,8 +703,16 @@ static int sort_out(gpu_thread *g, size_t si, const size_t *cands, size_t n, siz
     size_t i = cands[j];
     const char *status = "";
     double us = 0;
+    int adopted = 0;
     if (!job->fresh) AT_TRY(at_store_get_result(job->db, sh->cand_id[i], ss->problem_id, sh->device_id, &status, &us));
+    if (!job->fresh && !status[0] && !sh->quarantined[i]) {
+      /* The same machine code, timed as another candidate (a template edit that left the cubin
+       * alone): its result is this one's. */
+      AT_TRY(at_store_adopt_result(job->db, sh->cand_id[i], ss->problem_id, sh->device_id, job->run_id, &adopted));
+      if (adopted) AT_TRY(at_store_get_result(job->db, sh->cand_id[i], ss->problem_id, sh->device_id, &status, &us));
+    }
     if (status[0]) {
+      sh->st->adopted += adopted;
       int k = at_status_index(status);
       if (k >= 0) o->counts[k]++, sh->st->counts[k]++;
       o->resumed++;
@@ -1035,6 +1043,8 @@ int at_tune_finish(at_tune *t, int compile_rc) {
   free(t->threads);
   char extra[96];
   snprintf(extra, sizeof extra, "%lld evaluated, %lld from the DB", (long long)st->evaluated, (long long)st->resumed);
+  if (st->adopted)
+    snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " (%lld of the same cubin)", (long long)st->adopted);
   at_progress_finish(sh->bar, extra);
   int rc = sh->rc;
   if (rc && compile_rc == AT_OK) at_fail(rc, "%s", sh->err ? sh->err : "the GPU phase failed");

@@ -52,6 +52,7 @@ typedef struct at_tune_stats {
   int64_t counts[AT_ST_COUNT];
   int64_t evaluated;   /* (candidate, shape) evaluations done in this run */
   int64_t resumed;     /* found done in the DB */
+  int64_t adopted;     /* of them, copied from a candidate with the same cubin (at_store_adopt_result) */
   int64_t replaced_workers;
   double wall_s;       /* the whole GPU phase */
   double setup_s;      /* inputs, references and baselines */

@@ -8,18 +8,21 @@
  *            dead workers) while the run completes and the correct kernel wins every shape
  *   resume   a tuning run killed with SIGKILL on the GPU, and then one stopped with SIGTERM,
  *            resume to the same results, leave no worker behind, and the DB passes
- *            integrity_check
+ *            integrity_check; after a template edit that changes a comment alone, a rerun
+ *            adopts every result from the candidates of the same cubin and times nothing
  *   sm90     the sm90 (Hopper) family on edge shapes: M = 1, 63, 65, 4097, N tails, K = 128, split-K
  *   sm90_random  a random sample of sm90 candidates on random shapes (seed printed, AT_RANDOM_SEED),
  *                one of them with the operands swapped (SWAP_AB)
  *   multi    with two GPUs or more (skipped otherwise): the edge space tuned on every GPU at once
  *            completes with every result checked, and the same winners' counts as on one GPU */
+#include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../unit/check.h"
@@ -244,6 +247,72 @@ static void resume(void) {
   free(db), free(clean), free(sp), free(out);
 }
 
+/* Copies the regular files of directory src (text: the templates) into a new directory dst. */
+static void copy_dir(const char *src, const char *dst) {
+  CHECK_EQ_INT(mkdir(dst, 0755), 0);
+  DIR *d = opendir(src);
+  CHECK(d != NULL);
+  int copied = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    char *from = at_path_join(src, e->d_name), *to = at_path_join(dst, e->d_name);
+    struct stat st;
+    if (stat(from, &st) == 0 && S_ISREG(st.st_mode)) {
+      char *text = slurp(from);
+      FILE *f = fopen(to, "w");
+      CHECK(f != NULL);
+      if (f) fputs(text, f), fclose(f);
+      free(text);
+      copied++;
+    }
+    free(from), free(to);
+  }
+  if (d) closedir(d);
+  CHECK(copied > 0);
+}
+
+/* A template edit that leaves the machine code alone (a comment) makes new candidates (identity
+ * is the template's text), whose results are adopted from the old ones of the same cubin: the
+ * rerun times nothing and records where each result came from. */
+static void resume_after_comment(void) {
+  char *tpl = at_path_join(TMP, "tpl"), *db = at_path_join(TMP, "twin.db"), *out = at_path_join(TMP, "twin.txt");
+  char *src = at_path_join(getenv("AT_TEST_SOURCE_ROOT"), "templates");
+  copy_dir(src, tpl);
+  /* The edge space, its template taken from the copy. */
+  char *edge = at_path_join(getenv("AT_TEST_DATA"), "spaces/edge.yaml"), *text = slurp(edge);
+  char *sp = at_path_join(TMP, "edge_copy.yaml");
+  FILE *f = fopen(sp, "w");
+  CHECK(f != NULL);
+  const char *from = "../../../templates/";
+  for (const char *p = text; f && *p; p++) {
+    if (strncmp(p, from, strlen(from)) == 0) {
+      fprintf(f, "%s/", tpl);
+      p += strlen(from) - 1;
+    } else {
+      fputc(*p, f);
+    }
+  }
+  if (f) fclose(f);
+  char *argv[] = {(char *)EXE, "--db", db, sp, NULL};
+  CHECK_EQ_INT(proc_run(argv, out, 900), 0);
+  int64_t results = dbq(db, "SELECT count(*) FROM results"), cands = dbq(db, "SELECT count(*) FROM candidates");
+  CHECK(results > 0);
+  char *mma = at_path_join(tpl, "gemm_a8w8_blockscale_mma.cuh");
+  f = fopen(mma, "a");
+  CHECK(f != NULL);
+  if (f) fputs("// A comment: the compile key changes, the cubin does not.\n", f), fclose(f);
+  CHECK_EQ_INT(proc_run(argv, out, 900), 0);
+  char *report = slurp(out);
+  fprintf(stderr, "---- rerun after a comment\n%s----\n", report);
+  CHECK_CONTAINS(report, " 0 evaluated now");
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM candidates"), 2 * cands);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), 2 * results);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE message LIKE 'same cubin as candidate %%'"), results);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM winners"), 4);
+  CHECK_EQ_INT(live_workers(), 0);
+  free(tpl), free(db), free(out), free(src), free(edge), free(text), free(sp), free(mma), free(report);
+}
+
 static int gpu_count(void) {
   char *out = at_path_join(TMP, "devices.txt");
   char *argv[] = {(char *)EXE, "devices", NULL};
@@ -281,7 +350,7 @@ int main(int argc, char **argv) {
   proc_require_gpu(EXE, TMP);
   if (strcmp(argv[2], "edge") == 0) edge();
   else if (strcmp(argv[2], "planted") == 0) planted();
-  else if (strcmp(argv[2], "resume") == 0) resume();
+  else if (strcmp(argv[2], "resume") == 0) resume(), resume_after_comment();
   else if (strcmp(argv[2], "multi") == 0) multi();
   else if (strcmp(argv[2], "sm90") == 0) sm90();
   else if (strcmp(argv[2], "sm90_random") == 0) sm90_random();

@@ -223,6 +223,43 @@ int main(void) {
   CHECK_EQ_INT(v, 1);
   CHECK_EQ_INT(at_store_get_result(s, id2, p1, dev, &status, &us), AT_OK);
   CHECK(status[0] == 0);
+  /* A result of the same cubin, launched the same way, is adopted by a candidate without one (a
+   * template edit that left the machine code alone); another cubin, other params or a result
+   * already there are not touched. */
+  {
+    int64_t var3, twin, other, odd;
+    CHECK_EQ_INT(at_store_variant(s, "op", "mma", "mma", "/a/t.cuh", "k<A>", "hash3", 0, &var3), AT_OK);
+    at_cand_row t = cand("key-twin", var3, 64); /* cubin "ab", params and entry of key-a (id1) */
+    CHECK_EQ_INT(at_store_put_candidate(s, &t, &twin), AT_OK);
+    at_cand_row o = cand("key-other", var3, 64);
+    o.cubin_hash = "cd";
+    CHECK_EQ_INT(at_store_put_candidate(s, &o, &other), AT_OK);
+    at_cand_row q = cand("key-odd", var3, 64);
+    q.params = "{\"A\":2}"; /* same cubin hash (made up), other launch parameters */
+    CHECK_EQ_INT(at_store_put_candidate(s, &q, &odd), AT_OK);
+    int adopted = -1;
+    CHECK_EQ_INT(at_store_adopt_result(s, twin, p1, dev, 0, &adopted), AT_OK);
+    CHECK_EQ_INT(adopted, 1);
+    CHECK_EQ_INT(at_store_get_result(s, twin, p1, dev, &status, &us), AT_OK);
+    CHECK(strcmp(status, "ok") == 0);
+    CHECK(us == 4.25);
+    char q1[160];
+    snprintf(q1, sizeof q1, "SELECT count(*) FROM results WHERE candidate_id=%lld AND message LIKE"
+             " 'same cubin as candidate %lld, measured in run %%'", (long long)twin, (long long)id1);
+    CHECK_EQ_INT(at_store_query_int(s, q1, &v), AT_OK);
+    CHECK_EQ_INT(v, 1);
+    CHECK_EQ_INT(at_store_adopt_result(s, twin, p1, dev, 0, &adopted), AT_OK);
+    CHECK_EQ_INT(adopted, 0); /* it has one now */
+    CHECK_EQ_INT(at_store_adopt_result(s, other, p1, dev, 0, &adopted), AT_OK);
+    CHECK_EQ_INT(adopted, 0);
+    CHECK_EQ_INT(at_store_adopt_result(s, odd, p1, dev, 0, &adopted), AT_OK);
+    CHECK_EQ_INT(adopted, 0);
+    CHECK_EQ_INT(at_store_get_result(s, other, p1, dev, &status, &us), AT_OK);
+    CHECK(status[0] == 0);
+    CHECK_EQ_INT(at_store_exec(s, "DELETE FROM results WHERE message LIKE 'same cubin%'"), AT_OK);
+    CHECK_EQ_INT(at_store_exec(s, "DELETE FROM candidates WHERE compile_key IN ('key-twin', 'key-other', 'key-odd')"),
+                 AT_OK);
+  }
   /* A status outside the list is refused by the schema. */
   r.status = "maybe";
   CHECK_EQ_INT(at_store_put_result(s, &r), AT_ERR_RUNTIME);
