@@ -183,11 +183,15 @@ int at_store_tx(at_store *s, int (*fn)(at_store *s, void *ctx), void *ctx) {
   return rc;
 }
 
+/* Indexes a writer adds to a DB of any version (an index changes no column, and older autotunes
+ * ignore it): candidates by cubin, for the tuner's look-up of a twin (at_store_has_twin). */
+static const char *INDEXES = "CREATE INDEX IF NOT EXISTS candidates_by_cubin ON candidates(cubin_hash);";
+
 static int create_schema(at_store *s, void *ctx) {
   (void)ctx;
   int64_t version;
   AT_TRY(at_store_query_int(s, "PRAGMA user_version", &version));
-  if (version == AT_STORE_SCHEMA_VERSION) return AT_OK;
+  if (version == AT_STORE_SCHEMA_VERSION) return at_store_exec(s, INDEXES);
   if (version > AT_STORE_SCHEMA_VERSION)
     return at_fail(AT_ERR_RUNTIME, "%s: DB schema version %lld is newer than this autotune's (%d); use a newer autotune",
                    s->path, (long long)version, AT_STORE_SCHEMA_VERSION);
@@ -201,7 +205,8 @@ static int create_schema(at_store *s, void *ctx) {
     for (int64_t v = version; v < AT_STORE_SCHEMA_VERSION; v++) AT_TRY(at_store_exec(s, MIGRATIONS[v]));
   char pragma[64];
   snprintf(pragma, sizeof pragma, "PRAGMA user_version=%d", AT_STORE_SCHEMA_VERSION);
-  return at_store_exec(s, pragma);
+  AT_TRY(at_store_exec(s, pragma));
+  return at_store_exec(s, INDEXES);
 }
 
 static int open_common(const char *path, int flags, at_store **out) {
@@ -776,6 +781,26 @@ static int adopt_tx(at_store *s, void *p) {
   bind_id(st, 4, c->run);
   AT_TRY(step_done(s, st));
   c->adopted = sqlite3_changes(s->db) > 0;
+  return AT_OK;
+}
+
+int at_store_has_twin(at_store *s, int64_t candidate_id, int *has) {
+  finalize_last(s);
+  *has = 0;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "SELECT EXISTS(SELECT 1 FROM candidates n JOIN variants nv ON nv.id = n.variant_id"
+                                  " JOIN candidates c ON c.cubin_hash = n.cubin_hash AND c.id <> n.id"
+                                  " JOIN variants cv ON cv.id = c.variant_id"
+                                  " WHERE n.id = ? AND n.status = 'ok' AND c.status = 'ok' AND n.cubin_hash IS NOT NULL"
+                                  " AND n.cubin_hash <> '' AND c.params = n.params AND c.name_expr = n.name_expr"
+                                  " AND c.arch = n.arch AND c.threads IS n.threads AND c.smem_bytes IS n.smem_bytes"
+                                  " AND cv.op = nv.op AND c.quarantined = 0)",
+                                  -1, &st, NULL));
+  sqlite3_bind_int64(st, 1, candidate_id);
+  int64_t v;
+  AT_TRY(step_id(s, st, &v));
+  *has = v > 0;
   return AT_OK;
 }
 

@@ -122,6 +122,9 @@ int at_store_set_retime(at_store *s, int64_t candidate_id, int64_t problem_id, i
  * timed, e.g. after a template edit that touched comments alone. */
 int at_store_adopt_result(at_store *s, int64_t candidate_id, int64_t problem_id, int64_t device_id, int64_t run_id,
                           int *adopted);
+/* *has = 1 when the candidate has such a twin at all (results aside): the tuner asks once per
+ * candidate, and tries at_store_adopt_result only for those (one read, indexed by cubin). */
+int at_store_has_twin(at_store *s, int64_t candidate_id, int *has);
 
 int at_store_put_winner(at_store *s, int64_t problem_id, int64_t device_id, int64_t candidate_id, double time_us,
                         int64_t run_id);

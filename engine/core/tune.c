@@ -79,6 +79,7 @@ typedef struct shared {
   size_t *kernel;          /* per candidate: its kernel (at_compiled.kernel, a candidate index), once fed */
   int *kills;              /* per candidate: workers it killed in this run */
   uint8_t *quarantined;
+  uint8_t *twin;           /* per candidate: one of the same cubin is recorded (at_store_has_twin) */
   shape_state *shapes;
   /* the display */
   at_progress *bar;
@@ -168,6 +169,10 @@ static void feed_outcome(void *ctx, size_t ci, const at_compiled *c) {
     int q = 0;
     if (at_store_candidate_quarantined(sh->job->db, c->cand_id, &q) != AT_OK) fail_shared(sh, AT_ERR_RUNTIME, at_errmsg());
     if (q) sh->quarantined[ci] = 1, sh->kills[ci] = 2;
+    int t = 0;
+    if (!sh->job->fresh && at_store_has_twin(sh->job->db, c->cand_id, &t) != AT_OK)
+      fail_shared(sh, AT_ERR_RUNTIME, at_errmsg());
+    sh->twin[ci] = (uint8_t)t;
     sh->ready[sh->nready++] = ci;
   } else {
     /* Nothing to time: its pairs leave the display's total. */
@@ -705,7 +710,7 @@ static int sort_out(gpu_thread *g, size_t si, const size_t *cands, size_t n, siz
     double us = 0;
     int adopted = 0;
     if (!job->fresh) AT_TRY(at_store_get_result(job->db, sh->cand_id[i], ss->problem_id, sh->device_id, &status, &us));
-    if (!job->fresh && !status[0] && !sh->quarantined[i]) {
+    if (!job->fresh && !status[0] && !sh->quarantined[i] && sh->twin[i]) {
       /* The same machine code, timed as another candidate (a template edit that left the cubin
        * alone): its result is this one's. */
       AT_TRY(at_store_adopt_result(job->db, sh->cand_id[i], ss->problem_id, sh->device_id, job->run_id, &adopted));
@@ -955,6 +960,7 @@ static void shared_init(shared *sh, const at_tune_job *job, at_tune_stats *st) {
   sh->kernel = at_xcalloc(n, sizeof *sh->kernel);
   sh->kills = at_xcalloc(n, sizeof *sh->kills);
   sh->quarantined = at_xcalloc(n, 1);
+  sh->twin = at_xcalloc(n, 1);
   sh->shapes = at_xcalloc(job->space->nshapes ? job->space->nshapes : 1, sizeof *sh->shapes);
 }
 
@@ -968,6 +974,7 @@ static void shared_free(shared *sh) {
   free(sh->kernel);
   free(sh->kills);
   free(sh->quarantined);
+  free(sh->twin);
   free(sh->err);
   pthread_cond_destroy(&sh->fed);
   pthread_mutex_destroy(&sh->mu);

@@ -237,6 +237,16 @@ int main(void) {
     at_cand_row q = cand("key-odd", var3, 64);
     q.params = "{\"A\":2}"; /* same cubin hash (made up), other launch parameters */
     CHECK_EQ_INT(at_store_put_candidate(s, &q, &odd), AT_OK);
+    int has = -1;
+    CHECK_EQ_INT(at_store_has_twin(s, twin, &has), AT_OK);
+    CHECK_EQ_INT(has, 1);
+    CHECK_EQ_INT(at_store_has_twin(s, other, &has), AT_OK);
+    CHECK_EQ_INT(has, 0);
+    CHECK_EQ_INT(at_store_has_twin(s, odd, &has), AT_OK);
+    CHECK_EQ_INT(has, 0);
+    CHECK_EQ_INT(at_store_query_int(s, "SELECT count(*) FROM sqlite_master WHERE name='candidates_by_cubin'", &v),
+                 AT_OK);
+    CHECK_EQ_INT(v, 1);
     int adopted = -1;
     CHECK_EQ_INT(at_store_adopt_result(s, twin, p1, dev, 0, &adopted), AT_OK);
     CHECK_EQ_INT(adopted, 1);
