@@ -739,12 +739,36 @@ int at_store_get_result(at_store *s, int64_t candidate_id, int64_t problem_id, i
   return AT_OK;
 }
 
-/* A twin: another recorded candidate of the same op whose cubin is byte for byte this one's (same
- * hash), launched the same way (params, entry expression, arch, threads, dynamic shared memory),
- * and not quarantined. Its result on (problem, device) is this candidate's: a template edit that
- * leaves the machine code alone (a comment) must not cost a re-tuning. */
+/* A twin: another recorded candidate of the same op and family whose cubin is byte for byte this
+ * one's (same hash), launched the same way (params, entry expression, arch, threads, dynamic
+ * shared memory), and not quarantined. Its result on (problem, device) is this candidate's: a
+ * template edit that leaves the machine code alone (a comment) must not cost a re-tuning.
+ * ?1 is the candidate (n), c the twin. */
+#define TWIN_FROM                                                                                                    \
+  " FROM candidates n JOIN variants nv ON nv.id = n.variant_id"                                                     \
+  " JOIN candidates c ON c.cubin_hash = n.cubin_hash AND c.id <> n.id JOIN variants cv ON cv.id = c.variant_id"
+#define TWIN_WHERE                                                                                                   \
+  " WHERE n.id = ?1 AND n.status = 'ok' AND c.status = 'ok' AND n.cubin_hash IS NOT NULL AND n.cubin_hash <> ''"  \
+  " AND c.params = n.params AND c.name_expr = n.name_expr AND c.arch = n.arch AND c.threads IS n.threads"          \
+  " AND c.smem_bytes IS n.smem_bytes AND cv.op = nv.op AND cv.family = nv.family AND c.quarantined = 0"
+/* The message an adopted row carries; a row that was itself adopted keeps its own, which names
+ * the measurement, so a chain of edits does not stack prefixes. */
+#define ADOPTED_PREFIX "same cubin as candidate "
+
+int at_store_has_twin(at_store *s, int64_t candidate_id, int *has) {
+  finalize_last(s);
+  *has = 0;
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, "SELECT EXISTS(SELECT 1" TWIN_FROM TWIN_WHERE ")", -1, &st, NULL));
+  sqlite3_bind_int64(st, 1, candidate_id);
+  int64_t v;
+  AT_TRY(step_id(s, st, &v));
+  *has = v > 0;
+  return AT_OK;
+}
+
 typedef struct adopt_ctx {
-  int64_t cand, problem, device, run;
+  int64_t cand, source, run;
   int adopted;
 } adopt_ctx;
 
@@ -756,58 +780,43 @@ static int adopt_tx(at_store *s, void *p) {
                    "INSERT INTO results(candidate_id, problem_id, device_id, run_id, status, time_us, time_min_us,"
                    " time_max_us, samples, cut, sets, retime_us, tflops, gbs, roofline_pct, occupancy, max_abs_err,"
                    " bad_count, first_bad, message, seed, created, check_ratio)"
-                   " SELECT n.id, r.problem_id, r.device_id, ?4, r.status, r.time_us, r.time_min_us, r.time_max_us,"
+                   " SELECT ?1, r.problem_id, r.device_id, ?3, r.status, r.time_us, r.time_min_us, r.time_max_us,"
                    " r.samples, r.cut, r.sets, r.retime_us, r.tflops, r.gbs, r.roofline_pct, r.occupancy,"
                    " r.max_abs_err, r.bad_count, r.first_bad,"
-                   " 'same cubin as candidate ' || r.candidate_id || ', measured in run ' || coalesce(r.run_id, '?')"
-                   " || CASE WHEN coalesce(r.message, '') <> '' THEN ': ' || r.message ELSE '' END,"
-                   " r.seed, r.created, r.check_ratio"
-                   " FROM candidates n JOIN variants nv ON nv.id = n.variant_id"
-                   " JOIN candidates c ON c.cubin_hash = n.cubin_hash AND c.id <> n.id"
-                   " JOIN variants cv ON cv.id = c.variant_id"
-                   " JOIN results r ON r.candidate_id = c.id"
-                   " WHERE n.id = ?1 AND r.problem_id = ?2 AND r.device_id = ?3 AND n.status = 'ok' AND c.status = 'ok'"
-                   " AND n.cubin_hash IS NOT NULL AND n.cubin_hash <> '' AND c.params = n.params"
-                   " AND c.name_expr = n.name_expr AND c.arch = n.arch AND c.threads IS n.threads"
-                   " AND c.smem_bytes IS n.smem_bytes AND cv.op = nv.op AND c.quarantined = 0"
-                   " AND r.status <> 'quarantined'"
-                   " AND NOT EXISTS (SELECT 1 FROM results o WHERE o.candidate_id = n.id AND o.problem_id = ?2"
-                   " AND o.device_id = ?3)"
-                   " ORDER BY r.created DESC, r.id DESC LIMIT 1",
+                   " CASE WHEN r.message LIKE '" ADOPTED_PREFIX "%' THEN r.message"
+                   " ELSE '" ADOPTED_PREFIX "' || r.candidate_id || ', measured in run ' || coalesce(r.run_id, '?')"
+                   " || CASE WHEN coalesce(r.message, '') <> '' THEN ': ' || r.message ELSE '' END END,"
+                   " r.seed, r.created, r.check_ratio FROM results r WHERE r.id = ?2 AND NOT EXISTS"
+                   " (SELECT 1 FROM results o WHERE o.candidate_id = ?1 AND o.problem_id = r.problem_id"
+                   " AND o.device_id = r.device_id)",
                    -1, &st, NULL));
   sqlite3_bind_int64(st, 1, c->cand);
-  sqlite3_bind_int64(st, 2, c->problem);
-  sqlite3_bind_int64(st, 3, c->device);
-  bind_id(st, 4, c->run);
+  sqlite3_bind_int64(st, 2, c->source);
+  bind_id(st, 3, c->run);
   AT_TRY(step_done(s, st));
   c->adopted = sqlite3_changes(s->db) > 0;
   return AT_OK;
 }
 
-int at_store_has_twin(at_store *s, int64_t candidate_id, int *has) {
-  finalize_last(s);
-  *has = 0;
-  sqlite3_stmt *st;
-  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
-                                  "SELECT EXISTS(SELECT 1 FROM candidates n JOIN variants nv ON nv.id = n.variant_id"
-                                  " JOIN candidates c ON c.cubin_hash = n.cubin_hash AND c.id <> n.id"
-                                  " JOIN variants cv ON cv.id = c.variant_id"
-                                  " WHERE n.id = ? AND n.status = 'ok' AND c.status = 'ok' AND n.cubin_hash IS NOT NULL"
-                                  " AND n.cubin_hash <> '' AND c.params = n.params AND c.name_expr = n.name_expr"
-                                  " AND c.arch = n.arch AND c.threads IS n.threads AND c.smem_bytes IS n.smem_bytes"
-                                  " AND cv.op = nv.op AND c.quarantined = 0)",
-                                  -1, &st, NULL));
-  sqlite3_bind_int64(st, 1, candidate_id);
-  int64_t v;
-  AT_TRY(step_id(s, st, &v));
-  *has = v > 0;
-  return AT_OK;
-}
-
 int at_store_adopt_result(at_store *s, int64_t candidate_id, int64_t problem_id, int64_t device_id, int64_t run_id,
                           int *adopted) {
-  adopt_ctx c = {candidate_id, problem_id, device_id, run_id, 0};
+  finalize_last(s);
   *adopted = 0;
+  /* A read first: most (candidate, shape) pairs of a run have nothing to adopt, and need no write
+   * transaction. A measured row is preferred to one adopted itself, then the newest. */
+  sqlite3_stmt *st;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "SELECT r.id" TWIN_FROM " JOIN results r ON r.candidate_id = c.id" TWIN_WHERE
+                                  " AND r.problem_id = ?2 AND r.device_id = ?3 AND r.status <> 'quarantined'"
+                                  " ORDER BY r.message LIKE '" ADOPTED_PREFIX "%', r.created DESC, r.id DESC LIMIT 1",
+                                  -1, &st, NULL));
+  sqlite3_bind_int64(st, 1, candidate_id);
+  sqlite3_bind_int64(st, 2, problem_id);
+  sqlite3_bind_int64(st, 3, device_id);
+  int64_t source;
+  AT_TRY(step_id(s, st, &source));
+  if (source < 0) return AT_OK;
+  adopt_ctx c = {candidate_id, source, run_id, 0};
   AT_TRY(at_store_tx(s, adopt_tx, &c));
   *adopted = c.adopted;
   return AT_OK;

@@ -114,10 +114,12 @@ int at_store_put_result(at_store *s, const at_result_row *r);
 int at_store_get_result(at_store *s, int64_t candidate_id, int64_t problem_id, int64_t device_id, const char **status,
                         double *time_us);
 int at_store_set_retime(at_store *s, int64_t candidate_id, int64_t problem_id, int64_t device_id, double retime_us);
-/* When the candidate has no result on (problem, device) and another candidate of the same op
- * compiled to the same cubin (same hash) and is launched the same way (params, entry, arch,
- * threads, dynamic shared memory), copies that one's latest result to it, run_id set to run_id
- * (<= 0: none) and the message naming the candidate and run it was measured in: *adopted = 1.
+/* When the candidate has no result on (problem, device) and another candidate of the same op and
+ * family compiled to the same cubin (same hash) and is launched the same way (params, entry, arch,
+ * threads, dynamic shared memory), copies that one's result to it (a measured row before an
+ * adopted one, then the newest), run_id set to run_id (<= 0: none) and the message naming the
+ * candidate and run it was measured in (an adopted row's kept as it is): *adopted = 1. A read
+ * first; a write transaction only when there is a row to copy.
  * Identity stays content (the compile key); this only spares re-timing machine code already
  * timed, e.g. after a template edit that touched comments alone. */
 int at_store_adopt_result(at_store *s, int64_t candidate_id, int64_t problem_id, int64_t device_id, int64_t run_id,

@@ -253,7 +253,7 @@ int main(void) {
     CHECK_EQ_INT(at_store_get_result(s, twin, p1, dev, &status, &us), AT_OK);
     CHECK(strcmp(status, "ok") == 0);
     CHECK(us == 4.25);
-    char q1[160];
+    char q1[256];
     snprintf(q1, sizeof q1, "SELECT count(*) FROM results WHERE candidate_id=%lld AND message LIKE"
              " 'same cubin as candidate %lld, measured in run %%'", (long long)twin, (long long)id1);
     CHECK_EQ_INT(at_store_query_int(s, q1, &v), AT_OK);
@@ -266,13 +266,59 @@ int main(void) {
     CHECK_EQ_INT(adopted, 0);
     CHECK_EQ_INT(at_store_get_result(s, other, p1, dev, &status, &us), AT_OK);
     CHECK(status[0] == 0);
+    /* A second edit: the third copy takes the measured row, and its message still names the
+     * candidate that was measured, not the one that adopted it. */
+    int64_t third;
+    at_cand_row t3 = cand("key-third", var3, 64);
+    CHECK_EQ_INT(at_store_put_candidate(s, &t3, &third), AT_OK);
+    CHECK_EQ_INT(at_store_adopt_result(s, third, p1, dev, 0, &adopted), AT_OK);
+    CHECK_EQ_INT(adopted, 1);
+    snprintf(q1, sizeof q1, "SELECT count(*) FROM results WHERE candidate_id=%lld AND message LIKE"
+             " 'same cubin as candidate %lld, measured in run %%' AND message NOT LIKE '%%: same cubin%%'",
+             (long long)third, (long long)id1);
+    CHECK_EQ_INT(at_store_query_int(s, q1, &v), AT_OK);
+    CHECK_EQ_INT(v, 1);
+    /* Only the copies are left: a fourth takes a copy's row, message as it was. */
+    CHECK_EQ_INT(at_store_exec(s, "UPDATE candidates SET quarantined=1 WHERE compile_key='key-a'"), AT_OK);
+    int64_t fourth;
+    at_cand_row t4 = cand("key-fourth", var3, 64);
+    CHECK_EQ_INT(at_store_put_candidate(s, &t4, &fourth), AT_OK);
+    CHECK_EQ_INT(at_store_adopt_result(s, fourth, p1, dev, 0, &adopted), AT_OK);
+    CHECK_EQ_INT(adopted, 1);
+    snprintf(q1, sizeof q1, "SELECT count(*) FROM results WHERE candidate_id=%lld AND message LIKE"
+             " 'same cubin as candidate %lld, measured in run %%'", (long long)fourth, (long long)id1);
+    CHECK_EQ_INT(at_store_query_int(s, q1, &v), AT_OK);
+    CHECK_EQ_INT(v, 1);
+    /* A quarantined twin lends nothing. */
+    CHECK_EQ_INT(at_store_exec(s, "UPDATE candidates SET quarantined=1 WHERE compile_key IN ('key-twin', 'key-third',"
+                                  " 'key-fourth')"),
+                 AT_OK);
+    int64_t fifth;
+    at_cand_row t5 = cand("key-fifth", var3, 64);
+    CHECK_EQ_INT(at_store_put_candidate(s, &t5, &fifth), AT_OK);
+    CHECK_EQ_INT(at_store_has_twin(s, fifth, &has), AT_OK);
+    CHECK_EQ_INT(has, 0);
+    CHECK_EQ_INT(at_store_adopt_result(s, fifth, p1, dev, 0, &adopted), AT_OK);
+    CHECK_EQ_INT(adopted, 0);
+    CHECK_EQ_INT(at_store_exec(s, "UPDATE candidates SET quarantined=0"), AT_OK);
     CHECK_EQ_INT(at_store_exec(s, "DELETE FROM results WHERE message LIKE 'same cubin%'"), AT_OK);
-    CHECK_EQ_INT(at_store_exec(s, "DELETE FROM candidates WHERE compile_key IN ('key-twin', 'key-other', 'key-odd')"),
+    CHECK_EQ_INT(at_store_exec(s, "DELETE FROM candidates WHERE compile_key IN ('key-twin', 'key-other', 'key-odd',"
+                                  " 'key-third', 'key-fourth', 'key-fifth')"),
                  AT_OK);
   }
   /* A status outside the list is refused by the schema. */
   r.status = "maybe";
   CHECK_EQ_INT(at_store_put_result(s, &r), AT_ERR_RUNTIME);
+  at_store_close(s);
+
+  /* A writer adds the cubin index to an existing DB that lacks it (a DB of this version from
+   * before the index). */
+  CHECK_EQ_INT(at_store_open(path, &s), AT_OK);
+  CHECK_EQ_INT(at_store_exec(s, "DROP INDEX candidates_by_cubin"), AT_OK);
+  at_store_close(s);
+  CHECK_EQ_INT(at_store_open(path, &s), AT_OK);
+  CHECK_EQ_INT(at_store_query_int(s, "SELECT count(*) FROM sqlite_master WHERE name='candidates_by_cubin'", &v), AT_OK);
+  CHECK_EQ_INT(v, 1);
   at_store_close(s);
 
   /* Read-only opening of the same file. */
