@@ -156,6 +156,28 @@ static void lock_wait(const char *tmp) {
   free(path);
 }
 
+/* A new candidate (cubin "ab", the params and entry of cand()) that tries to adopt a result on
+ * (problem, device); returns its id, *adopted as at_store_adopt_result says. */
+static int64_t new_twin(at_store *s, const char *key, int64_t variant, int64_t problem, int64_t device, int *adopted) {
+  at_cand_row c = cand(key, variant, 64);
+  int64_t id = -1;
+  CHECK_EQ_INT(at_store_put_candidate(s, &c, &id), AT_OK);
+  CHECK_EQ_INT(at_store_adopt_result(s, id, problem, device, 0, adopted), AT_OK);
+  return id;
+}
+
+/* Whether candidate's result says it was adopted from the measurement of candidate measured, once
+ * (no stacked prefixes). */
+static int adopted_from(at_store *s, int64_t candidate, int64_t measured) {
+  char q[256];
+  snprintf(q, sizeof q, "SELECT count(*) FROM results WHERE candidate_id=%lld AND message LIKE"
+           " 'same cubin as candidate %lld, measured in run %%' AND message NOT LIKE '%%: same cubin%%'",
+           (long long)candidate, (long long)measured);
+  int64_t v = -1;
+  CHECK_EQ_INT(at_store_query_int(s, q, &v), AT_OK);
+  return v == 1;
+}
+
 int main(void) {
   char *tmp = scratch_dir("store");
   char *path = at_path_join(tmp, "sub/dir/t.db"); /* directories are created */
@@ -253,11 +275,7 @@ int main(void) {
     CHECK_EQ_INT(at_store_get_result(s, twin, p1, dev, &status, &us), AT_OK);
     CHECK(strcmp(status, "ok") == 0);
     CHECK(us == 4.25);
-    char q1[256];
-    snprintf(q1, sizeof q1, "SELECT count(*) FROM results WHERE candidate_id=%lld AND message LIKE"
-             " 'same cubin as candidate %lld, measured in run %%'", (long long)twin, (long long)id1);
-    CHECK_EQ_INT(at_store_query_int(s, q1, &v), AT_OK);
-    CHECK_EQ_INT(v, 1);
+    CHECK(adopted_from(s, twin, id1));
     CHECK_EQ_INT(at_store_adopt_result(s, twin, p1, dev, 0, &adopted), AT_OK);
     CHECK_EQ_INT(adopted, 0); /* it has one now */
     CHECK_EQ_INT(at_store_adopt_result(s, other, p1, dev, 0, &adopted), AT_OK);
@@ -266,40 +284,23 @@ int main(void) {
     CHECK_EQ_INT(adopted, 0);
     CHECK_EQ_INT(at_store_get_result(s, other, p1, dev, &status, &us), AT_OK);
     CHECK(status[0] == 0);
-    /* A second edit: the third copy takes the measured row, and its message still names the
-     * candidate that was measured, not the one that adopted it. */
-    int64_t third;
-    at_cand_row t3 = cand("key-third", var3, 64);
-    CHECK_EQ_INT(at_store_put_candidate(s, &t3, &third), AT_OK);
-    CHECK_EQ_INT(at_store_adopt_result(s, third, p1, dev, 0, &adopted), AT_OK);
+    /* A second edit: the third copy's message names the candidate that was measured, not the one
+     * that adopted it; and so does a fourth's when only the copies are left. */
+    int64_t third = new_twin(s, "key-third", var3, p1, dev, &adopted);
     CHECK_EQ_INT(adopted, 1);
-    snprintf(q1, sizeof q1, "SELECT count(*) FROM results WHERE candidate_id=%lld AND message LIKE"
-             " 'same cubin as candidate %lld, measured in run %%' AND message NOT LIKE '%%: same cubin%%'",
-             (long long)third, (long long)id1);
-    CHECK_EQ_INT(at_store_query_int(s, q1, &v), AT_OK);
-    CHECK_EQ_INT(v, 1);
-    /* Only the copies are left: a fourth takes a copy's row, message as it was. */
+    CHECK(adopted_from(s, third, id1));
     CHECK_EQ_INT(at_store_exec(s, "UPDATE candidates SET quarantined=1 WHERE compile_key='key-a'"), AT_OK);
-    int64_t fourth;
-    at_cand_row t4 = cand("key-fourth", var3, 64);
-    CHECK_EQ_INT(at_store_put_candidate(s, &t4, &fourth), AT_OK);
-    CHECK_EQ_INT(at_store_adopt_result(s, fourth, p1, dev, 0, &adopted), AT_OK);
+    int64_t fourth = new_twin(s, "key-fourth", var3, p1, dev, &adopted);
     CHECK_EQ_INT(adopted, 1);
-    snprintf(q1, sizeof q1, "SELECT count(*) FROM results WHERE candidate_id=%lld AND message LIKE"
-             " 'same cubin as candidate %lld, measured in run %%'", (long long)fourth, (long long)id1);
-    CHECK_EQ_INT(at_store_query_int(s, q1, &v), AT_OK);
-    CHECK_EQ_INT(v, 1);
+    CHECK(adopted_from(s, fourth, id1));
     /* A quarantined twin lends nothing. */
     CHECK_EQ_INT(at_store_exec(s, "UPDATE candidates SET quarantined=1 WHERE compile_key IN ('key-twin', 'key-third',"
                                   " 'key-fourth')"),
                  AT_OK);
-    int64_t fifth;
-    at_cand_row t5 = cand("key-fifth", var3, 64);
-    CHECK_EQ_INT(at_store_put_candidate(s, &t5, &fifth), AT_OK);
+    int64_t fifth = new_twin(s, "key-fifth", var3, p1, dev, &adopted);
+    CHECK_EQ_INT(adopted, 0);
     CHECK_EQ_INT(at_store_has_twin(s, fifth, &has), AT_OK);
     CHECK_EQ_INT(has, 0);
-    CHECK_EQ_INT(at_store_adopt_result(s, fifth, p1, dev, 0, &adopted), AT_OK);
-    CHECK_EQ_INT(adopted, 0);
     CHECK_EQ_INT(at_store_exec(s, "UPDATE candidates SET quarantined=0"), AT_OK);
     CHECK_EQ_INT(at_store_exec(s, "DELETE FROM results WHERE message LIKE 'same cubin%'"), AT_OK);
     CHECK_EQ_INT(at_store_exec(s, "DELETE FROM candidates WHERE compile_key IN ('key-twin', 'key-other', 'key-odd',"
