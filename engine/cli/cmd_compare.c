@@ -425,6 +425,22 @@ static const struct {
               {"m_le_128", "M <= 128", 1, 128},
               {"m_ge_2048", "M >= 2048", 2048, INT64_MAX}};
 
+/* The shape where the first provider's time over column c's is highest (the first of equals), and
+ * how many shapes are above 1.10x (the goal's bound for any one shape, docs/perf.md); -1 when no
+ * shape has both. */
+enum { ABOVE_PERMILLE = 1100 };
+static long worst_shape(const run *R, size_t c, double *worst, int *above) {
+  long at = -1;
+  *worst = 0, *above = 0;
+  for (size_t i = 0; i < R->space->nshapes; i++) {
+    double r = ratio_of(R, i, c);
+    if (r <= 0) continue;
+    if (r > *worst) *worst = r, at = (long)i;
+    if (r > ABOVE_PERMILLE / 1000.0) (*above)++;
+  }
+  return at;
+}
+
 static void print_summary(const run *R) {
   for (size_t c = 1; c < R->ncols; c++) {
     printf("geomean time %s / %s:", R->cols[0].label, R->cols[c].label);
@@ -437,6 +453,15 @@ static void print_summary(const run *R) {
         printf("%s %s - (no shape)", g ? ";" : "", GROUPS[g].label);
     }
     printf("\n");
+    double worst;
+    int above, n;
+    long at = worst_shape(R, c, &worst, &above);
+    geomean(R, c, 1, INT64_MAX, &n);
+    if (at < 0) continue;
+    const at_shape *w = &R->space->shapes[at];
+    printf("worst time %s / %s: %.3fx at %lld x %lld x %lld; %d of %d shape%s above %.2fx\n", R->cols[0].label,
+           R->cols[c].label, worst, (long long)w->m, (long long)w->n, (long long)w->k, above, n, n == 1 ? "" : "s",
+           ABOVE_PERMILLE / 1000.0);
   }
 }
 
@@ -558,7 +583,18 @@ static void json_geomean(at_buf *b, const run *R, size_t c) {
     json_ratio(b, "ratio", n ? v : -1);
     at_buf_printf(b, ", \"shapes\": %d}", n);
   }
-  at_buf_puts(b, "}");
+  double worst = 0;
+  int above = 0;
+  long at = c < R->ncols ? worst_shape(R, c, &worst, &above) : -1;
+  if (at >= 0) {
+    const at_shape *w = &R->space->shapes[at];
+    at_buf_puts(b, ", \"worst\": {");
+    json_ratio(b, "ratio", worst);
+    at_buf_printf(b, ", \"m\": %lld, \"n\": %lld, \"k\": %lld}", (long long)w->m, (long long)w->n, (long long)w->k);
+  } else {
+    at_buf_puts(b, ", \"worst\": null");
+  }
+  at_buf_printf(b, ", \"above_1_10\": %d}", above);
 }
 
 static int write_json(const run *R, double seconds) {

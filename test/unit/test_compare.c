@@ -167,6 +167,7 @@ static void file_providers(void) {
   CHECK_CONTAINS(o, "  triton us  TFLOP/s  roof%     chk  cutlass us  TFLOP/s  roof%     chk   tr/cu");
   CHECK_CONTAINS(o, "     16    1024     512       10.00      1.7      -       -        8.00      2.1      -       -   1.25x");
   CHECK_CONTAINS(o, "geomean time triton / cutlass: all shapes 1.250x (2 shapes)");
+  CHECK_CONTAINS(o, "worst time triton / cutlass: 1.250x at 16 x 1024 x 512; 2 of 2 shapes above 1.10x");
   free(o);
   char *j = slurp(json);
   CHECK_CONTAINS(j, "\"format\": \"autotune-results/1\"");
@@ -175,6 +176,8 @@ static void file_providers(void) {
   CHECK_CONTAINS(j, "\"kernel\": \"k_triton\"");
   CHECK_CONTAINS(j, "\"meta\": {\"num_warps\": 4}");
   CHECK_CONTAINS(j, "\"missing\": []");
+  CHECK_CONTAINS(j, "\"worst\": {\"ratio\": 1.25");
+  CHECK_CONTAINS(j, "\"m\": 16, \"n\": 1024, \"k\": 512}, \"above_1_10\": 2}");
   free(j);
   /* compare's own file is a provider file in turn: the same provider twice gets its file's name. */
   char *again = at_xasprintf("file:%s,file:%s", tri, json);
