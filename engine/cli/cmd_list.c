@@ -45,7 +45,7 @@ static int parse_options(int argc, char **argv, options *o) {
   o->max_candidates = AT_DEFAULT_MAX_CANDIDATES;
   optind = 1;
   opterr = 0;
-  for (int ch; (ch = getopt_long(argc, argv, "", LONG, NULL)) != -1;) {
+  for (int ch; (ch = getopt_long(argc, argv, "h", LONG, NULL)) != -1;) {
     switch (ch) {
     case 'a': o->arch = optarg; break;
     case 'j': o->json = optarg; break;

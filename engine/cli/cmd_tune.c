@@ -47,7 +47,7 @@ static const char *USAGE =
     "GPU, times it, and records every outcome in the DB. Re-running resumes: finished work is kept.\n\n"
     "options:\n"
     "  --db PATH            the SQLite DB (default $AUTOTUNE_DB, else tuned/autotune.db)\n"
-    "  --jobs N             compile threads (default: all cores)\n"
+    "  --jobs N, -j N       compile threads (default: all cores)\n"
     "  --arch ARCH          compile target, e.g. sm_90a or sm_89 (default: the GPU's, else sm_90a)\n"
     "  --gpus LIST          GPUs to tune on, e.g. 0,1 (default: all of GPU 0's model)\n"
     "  --compile-only       stop after compiling\n"

@@ -3,7 +3,8 @@
  * first use (sharing the tuner's compile cache), and launches it on the caller's stream.
  *
  * Lookup order (the same `autotune query` prints): the DB's results for the exact (N, K); the
- * exported file for (N, K); the tag's default file; the op's built-in default. A missing, corrupt or
+ * exported file for (N, K) (between its tuned M, from 257 to 2048, the time model's picks); the
+ * tag's time model; the tag's default file; the op's built-in default. A missing, corrupt or
  * wrong-schema DB or file is skipped with one warning on stderr.
  *
  * Cost: after the first call for a shape and device, a call does no SQL, no allocation and takes
@@ -40,7 +41,7 @@ typedef struct at_runtime_options {
   const char *configs_dir;   /* exported JSON files; NULL: $AUTOTUNE_CONFIGS when set, else none */
   const char *tag;           /* only configs of this tag (e.g. "A8W8_BLOCKSCALE"), or NULL for any */
   const char *templates_dir; /* NULL: $AUTOTUNE_TEMPLATES, else the directory built in */
-  const char *cache_dir;     /* NULL: the tuner's ($AUTOTUNE_CACHE, else ~/.cache/autotune) */
+  const char *cache_dir;     /* NULL: the tuner's ($AUTOTUNE_CACHE, else $XDG_CACHE_HOME/autotune, else ~/.cache/autotune) */
   int pdl;                   /* AT_PDL_*: 0 (AT_PDL_DEFAULT) takes $AUTOTUNE_PDL, else AT_PDL_ON */
   int tail;                  /* AT_TAIL_*: 0 (AT_TAIL_DEFAULT) takes $AUTOTUNE_TAIL, else AT_TAIL_ON */
 } at_runtime_options;
@@ -79,7 +80,7 @@ AT_API const char *at_runtime_last_error(void);
 typedef struct at_selection {
   const char *source;  /* "db", "nk_file", "model_file", "default_file" or "builtin" */
   const char *path;    /* the DB or file that answered */
-  const char *bucket;  /* "small", "medium_M32", ... "any" */
+  const char *bucket;  /* "M_LEQ_<m>" (a file's or the DB's per-M entry), or "small", "medium_M32", ... "any" */
   const char *variant;
   const char *params;  /* canonical JSON object of the parameters */
   const char *kernel;  /* the instantiated kernel, e.g. gemm_a8w8_blockscale_mma<64, 128, ...> */

@@ -689,9 +689,9 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   if (!b_scale || !aligned(b_scale, 4)) return rt_fail(AT_STATUS_INVALID, "%s: b_scale must be a 4-byte aligned device pointer", FN);
   if (m < 1 || m > (1 << 28)) return rt_fail(AT_STATUS_INVALID, "%s: m must be from 1 to 2^28 (got %lld)", FN, (long long)m);
   if (n < 8 || n % 8 || n > (1 << 28))
-    return rt_fail(AT_STATUS_INVALID, "%s: n must be a positive multiple of 8 (got %lld)", FN, (long long)n);
+    return rt_fail(AT_STATUS_INVALID, "%s: n must be a positive multiple of 8, at most 2^28 (got %lld)", FN, (long long)n);
   if (k < 128 || k % 128 || k > (1 << 30))
-    return rt_fail(AT_STATUS_INVALID, "%s: k must be a positive multiple of 128 (got %lld)", FN, (long long)k);
+    return rt_fail(AT_STATUS_INVALID, "%s: k must be a positive multiple of 128, at most 2^30 (got %lld)", FN, (long long)k);
 
   static _Thread_local const at_op *op;
   if (!op) op = at_op_find(op_name_of(0));

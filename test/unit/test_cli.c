@@ -64,6 +64,16 @@ static void usage_and_input_errors(void) {
   CHECK_CONTAINS(o, "tune");
   free(o);
   CHECK_EQ_INT(RUN("tune", "--help"), 0);
+  /* Every command describes itself with --help and -h (main's help promises it). */
+  static const char *const COMMANDS[] = {"tune",   "list",   "export", "model", "query",  "compare",
+                                         "report", "expect", "merge",  "devices", "version"};
+  for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++) {
+    CHECK_EQ_INT(RUN(COMMANDS[i], "--help"), 0);
+    o = proc_output(TMP);
+    CHECK_CONTAINS(o, "usage: autotune");
+    free(o);
+    CHECK_EQ_INT(RUN(COMMANDS[i], "-h"), 0);
+  }
   CHECK_EQ_INT(RUN("--bogus", "x.yaml"), 2);
   o = proc_output(TMP);
   CHECK_CONTAINS(o, "--bogus");
