@@ -39,7 +39,8 @@ enum {
   AT_MSG_EVAL_REPLY, /* at_eval_reply */
   AT_MSG_RETIME,       /* uint32 count, then count x {at_eval_req, uint64 cubin size (0 unless
                           load), cubin}: the leaders of the current shape */
-  AT_MSG_RETIME_REPLY, /* uint32 count, then count x at_eval_reply: the leaders timed side by side */
+  AT_MSG_RETIME_REPLY, /* uint32 count, count x at_eval_reply, double vendor_us: the leaders (and the
+                        * vendor's kernel, 0 when not timed) timed side by side */
   AT_MSG_QUIT,
   AT_MSG_COMPARE,       /* at_compare_req: one shape through each provider -> STEP frames, COMPARE_REPLY */
   AT_MSG_COMPARE_STEP,  /* at_compare_step: what the compare worker starts now, so a death has a place */

@@ -319,7 +319,8 @@ static int retime_prepare(at_eval_ctx *c, int n, const at_eval_req *reqs, const 
 }
 
 int at_retime(at_eval_ctx *c, int n, const at_eval_req *reqs, const void *const *cubins, const size_t *sizes,
-              at_eval_reply *reps) {
+              at_eval_reply *reps, double *vendor_us) {
+  *vendor_us = 0;
   double t0 = at_now_s(), load0 = c->prof.load_s;
   prepared *p = at_xcalloc((size_t)n, sizeof *p);
   int *usable = at_xcalloc((size_t)n, sizeof *usable);
@@ -351,14 +352,29 @@ int at_retime(at_eval_ctx *c, int n, const at_eval_req *reqs, const void *const 
     lc[i] = (launch_ctx){c, &p[i]};
     if (at_timed_create(c->g, enqueue, &lc[i], c->sets, &t[i])) set_status(&reps[i], "resources", 0, "%s", at_errmsg());
   }
+  /* The vendor's kernel, when the shape has it ready, as one more turn of the round-robin: the
+   * leaders' times and the vendor's then come from the same stretch of clocks and temperatures,
+   * which on a long run differ from those of the shape's start, when its baseline was first timed
+   * (at M = 4096 the re-timed leaders ran up to 20% slower than in their own evaluation: H100,
+   * docs/perf.md, "Side by side with the vendor"). A vendor sample that fails drops the vendor. */
+  at_timed *tv = NULL;
+  double *vv = at_xcalloc((size_t)samples, sizeof *vv);
+  if (c->vendor && alive && rc == AT_OK && at_timed_create(c->g, c->gop->vendor_enqueue, c->state, c->sets, &tv))
+    tv = NULL;
   /* Round-robin: every leader sees the same clocks and temperatures, sample by sample. A leader
    * that fails is dropped with its status; one that kills the context ends the re-timing. */
   double dummy;
   for (int i = 0; i < n && alive && rc == AT_OK; i++)
     if (t[i]) alive = retime_sample(t, i, &dummy, reps);
-  for (int s = 0; s < samples && alive && rc == AT_OK; s++)
+  if (tv && alive && at_timed_sample(tv, &dummy)) at_timed_destroy(tv), tv = NULL;
+  for (int s = 0; s < samples && alive && rc == AT_OK; s++) {
     for (int i = 0; i < n && alive; i++)
       if (t[i]) alive = retime_sample(t, i, &v[i * samples + s], reps);
+    if (tv && alive && at_timed_sample(tv, &vv[s])) at_timed_destroy(tv), tv = NULL;
+  }
+  if (tv && alive) *vendor_us = at_median(vv, samples), c->prof.vendor_retimes++;
+  if (tv && alive) at_timed_destroy(tv);
+  free(vv);
   for (int i = 0; i < n; i++) {
     if (alive && rc == AT_OK && t[i]) {
       snprintf(reps[i].status, sizeof reps[i].status, "ok");

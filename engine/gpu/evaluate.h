@@ -26,7 +26,7 @@ typedef struct at_eval_profile {
   double timing_s;  /* warm-up and samples: graph replays between events, each waited for */
   double replay_s;  /* of timing_s, what the events measured: the GPU running the replays */
   double retime_s;  /* side-by-side re-timing, all of it */
-  int64_t loads, evals, checks, graphs, samples, retimes;
+  int64_t loads, evals, checks, graphs, samples, retimes, vendor_retimes;
 } at_eval_profile;
 
 typedef struct at_module at_module; /* a candidate's loaded module (evaluate.c) */
@@ -43,6 +43,7 @@ typedef struct at_eval_ctx {
   size_t workspace_bytes;
   at_module *modules; /* AT_MODULE_SLOTS, made on first use; slots are the parent's choice */
   int pdl;            /* launch as the runtime library does: programmatic dependent launch ($AUTOTUNE_PDL) */
+  int vendor;         /* the current shape's vendor kernel is ready (its baseline was timed): at_retime times it too */
   at_eval_profile prof;
 } at_eval_ctx;
 
@@ -53,8 +54,10 @@ int at_evaluate(at_eval_ctx *c, const at_eval_req *req, const void *cubin, size_
 
 /* reqs[i] with cubins[i] (sizes[i] bytes; NULL and 0 unless reqs[i].load); reps[i] gets each one's
  * side-by-side median. When the context dies on one leader, that leader's reply is sticky and the
- * leaders not yet re-timed keep an empty status: they were not re-timed. */
+ * leaders not yet re-timed keep an empty status: they were not re-timed. With c->vendor the vendor's
+ * kernel takes its turn in the same round-robin and *vendor_us gets its median; else (or when it
+ * could not be timed) 0. */
 int at_retime(at_eval_ctx *c, int n, const at_eval_req *reqs, const void *const *cubins, const size_t *sizes,
-              at_eval_reply *reps);
+              at_eval_reply *reps, double *vendor_us);
 
 #endif

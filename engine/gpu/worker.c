@@ -97,6 +97,7 @@ static void make_current(worker *w, shape_entry *e) {
   w->c.state = e ? e->state : NULL;
   w->c.shape = e ? e->shape : (at_shape){0, 0, 0};
   w->c.sets = e ? e->sets : 0;
+  w->c.vendor = e && e->req.baselines && e->rep.vendor_us > 0;
 }
 
 static void drop(worker *w, shape_entry *e) {
@@ -260,7 +261,8 @@ static int serve_retime(worker *w, const char *p, size_t len, int out) {
     off += (size_t)sz;
   }
   at_eval_reply *reps = at_xcalloc(n ? n : 1, sizeof *reps);
-  int rc = got == n && n > 0 ? at_retime(&w->c, (int)n, reqs, cubins, sizes, reps)
+  double vendor_us = 0;
+  int rc = got == n && n > 0 ? at_retime(&w->c, (int)n, reqs, cubins, sizes, reps, &vendor_us)
                              : at_fail(AT_ERR_RUNTIME, "RETIME: a malformed message (%u of %u leaders)", got, n);
   int sticky = 0;
   for (uint32_t i = 0; i < n; i++) sticky |= reps[i].sticky;
@@ -269,6 +271,7 @@ static int serve_retime(worker *w, const char *p, size_t len, int out) {
     at_buf b = {0};
     at_buf_append(&b, &n, sizeof n);
     at_buf_append(&b, reps, sizeof *reps * n);
+    at_buf_append(&b, &vendor_us, sizeof vendor_us);
     rc = at_msg_send(out, AT_MSG_RETIME_REPLY, b.data, b.len);
     at_buf_free(&b);
   } else {
@@ -313,12 +316,13 @@ static void profile_print(const worker *w) {
                  p->check_s + p->graph_s + p->timing_s + p->retime_s;
   fprintf(stderr,
           "autotune: worker GPU %d profile: %.2f s wall, %lld evaluations, %lld module loads, %lld shape setups"
-          " (%lld kept shapes reused, %lld dropped), %lld checks, %lld graphs, %lld samples, %lld re-timings;"
+          " (%lld kept shapes reused, %lld dropped), %lld checks, %lld graphs, %lld samples, %lld re-timings (%lld with the vendor);"
           " seconds: waiting for the parent %.3f, peak %.3f, shape setup %.3f, module load %.3f, prepare %.3f,"
           " poison %.3f, launch+sync %.3f, check %.3f, graph build %.3f, timing %.3f (GPU replays %.3f),"
           " re-timing %.3f, replies %.3f, other %.3f\n",
           w->g.info.index, wall, (long long)p->evals, (long long)p->loads, (long long)w->setups, (long long)w->shape_hits,
           (long long)w->dropped, (long long)p->checks, (long long)p->graphs, (long long)p->samples, (long long)p->retimes,
+          (long long)p->vendor_retimes,
           w->idle_s, w->peak_s, w->setup_s, p->load_s, p->prepare_s, p->poison_s, p->run_s, p->check_s, p->graph_s,
           p->timing_s, p->replay_s, p->retime_s, w->reply_s, wall - parts);
 }
