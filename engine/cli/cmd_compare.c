@@ -425,16 +425,17 @@ static const struct {
               {"m_le_128", "M <= 128", 1, 128},
               {"m_ge_2048", "M >= 2048", 2048, INT64_MAX}};
 
-/* The shape where the first provider's time over column c's is highest (the first of equals), and
- * how many shapes are above 1.10x (the goal's bound for any one shape, docs/perf.md); -1 when no
- * shape has both. */
+/* The shape where the first provider's time over column c's is highest (the first of equals), how
+ * many shapes are above 1.10x (the goal's bound for any one shape, docs/perf.md) and how many have
+ * a ratio at all; -1 when none has. */
 enum { ABOVE_PERMILLE = 1100 };
-static long worst_shape(const run *R, size_t c, double *worst, int *above) {
+static long worst_shape(const run *R, size_t c, double *worst, int *above, int *count) {
   long at = -1;
-  *worst = 0, *above = 0;
+  *worst = 0, *above = 0, *count = 0;
   for (size_t i = 0; i < R->space->nshapes; i++) {
     double r = ratio_of(R, i, c);
     if (r <= 0) continue;
+    (*count)++;
     if (r > *worst) *worst = r, at = (long)i;
     if (r > ABOVE_PERMILLE / 1000.0) (*above)++;
   }
@@ -455,8 +456,7 @@ static void print_summary(const run *R) {
     printf("\n");
     double worst;
     int above, n;
-    long at = worst_shape(R, c, &worst, &above);
-    geomean(R, c, 1, INT64_MAX, &n);
+    long at = worst_shape(R, c, &worst, &above, &n);
     if (at < 0) continue;
     const at_shape *w = &R->space->shapes[at];
     printf("worst time %s / %s: %.3fx at %lld x %lld x %lld; %d of %d shape%s above %.2fx\n", R->cols[0].label,
@@ -584,8 +584,8 @@ static void json_geomean(at_buf *b, const run *R, size_t c) {
     at_buf_printf(b, ", \"shapes\": %d}", n);
   }
   double worst = 0;
-  int above = 0;
-  long at = c < R->ncols ? worst_shape(R, c, &worst, &above) : -1;
+  int above = 0, count = 0;
+  long at = c < R->ncols ? worst_shape(R, c, &worst, &above, &count) : -1;
   if (at >= 0) {
     const at_shape *w = &R->space->shapes[at];
     at_buf_puts(b, ", \"worst\": {");
