@@ -26,7 +26,8 @@
 
 static const char *USAGE =
     "usage: autotune compare SPACE.yaml [--providers LIST] [--db PATH] [--configs DIR] [--shapes FILE]\n"
-    "                        [--only NAME,...] [--json FILE] [--gpu N] [--pdl off|on] [--tail off|on]\n\n"
+    "                        [--only NAME,...] [--json FILE] [--gpu N] [--pdl off|on] [--tail off|on]\n"
+    "                        [--warmup N] [--samples N]\n\n"
     "Times, per shape of the space, every provider asked for, each checked against the cuBLAS reference\n"
     "first, the live ones side by side in one process on the same input sets; prints times, TFLOP/s,\n"
     "the share of the roofline floor, the ratio of the first provider's time to each other's and the\n"
@@ -51,7 +52,11 @@ static const char *USAGE =
     "                    cuBLASLt is launched as always\n"
     "  --tail off|on     the runtime's tail (docs/runtime.md): on, a call whose last wave of tiles would leave\n"
     "                    most SMs idle runs those tiles as a second, finer launch; default $AUTOTUNE_TAIL,\n"
-    "                    else on (the library's default)\n";
+    "                    else on (the library's default)\n"
+    "  --warmup N        warm-up replays per provider and shape (default: the space's timing.warmup)\n"
+    "  --samples N       timed replays per provider and shape, round-robin (default: the space's\n"
+    "                    timing.retime_samples). Many of them keep a large GEMM running long enough to\n"
+    "                    reach the GPU's power limit, as a long prefill does (docs/perf.md, \"Sustained load\")\n";
 
 enum { MAX_COLUMNS = 32 };
 
@@ -67,6 +72,7 @@ typedef struct options {
   const char *space, *shapes, *only, *json, *db, *configs, *providers;
   const char *pdl;  /* the runtime's launch mode: off or on */
   const char *tail; /* the runtime's tail: off or on */
+  int64_t warmup, samples; /* the timing's counts; 0: the space's */
   int gpu;
 } options;
 
@@ -113,7 +119,8 @@ static int parse_options(int argc, char **argv, options *o) {
                                        {"configs", required_argument, 0, 'c'},   {"shapes", required_argument, 0, 's'},
                                        {"only", required_argument, 0, 'o'},      {"json", required_argument, 0, 'j'},
                                        {"gpu", required_argument, 0, 'g'},       {"pdl", required_argument, 0, 'P'},
-                                       {"tail", required_argument, 0, 'T'},      {"help", no_argument, 0, 'h'},
+                                       {"tail", required_argument, 0, 'T'},      {"warmup", required_argument, 0, 'W'},
+                                       {"samples", required_argument, 0, 'S'},   {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->providers = "autotune,cublaslt";
@@ -130,6 +137,15 @@ static int parse_options(int argc, char **argv, options *o) {
     case 'g': AT_TRY(cmp_parse_gpu(optarg, &o->gpu)); break;
     case 'P': o->pdl = optarg; break;
     case 'T': o->tail = optarg; break;
+    case 'W':
+      if (at_parse_i64(optarg, &o->warmup) || o->warmup < 0 || o->warmup > 100000)
+        return at_fail(AT_ERR_INPUT, "compare: --warmup expects an integer from 0 to 100000, got '%s'", optarg);
+      if (o->warmup == 0) o->warmup = -1; /* 0 given: no warm-up (0 in the struct means the space's) */
+      break;
+    case 'S':
+      if (at_parse_i64(optarg, &o->samples) || o->samples < 3 || o->samples > 100000)
+        return at_fail(AT_ERR_INPUT, "compare: --samples expects an integer from 3 to 100000, got '%s'", optarg);
+      break;
     case 'h': fputs(USAGE, stdout); return -1;
     case ':': return at_fail(AT_ERR_INPUT, "compare: option %s needs a value (see --help)", argv[optind - 1]);
     default: return at_fail(AT_ERR_INPUT, "compare: unknown option '%s' (see --help)", argv[optind - 1]);
@@ -701,6 +717,8 @@ int cmd_compare(int argc, char **argv) {
   /* Everything the user wrote is checked before any GPU work: bad input is exit 2. */
   if ((rc = at_space_load(o.space, &space))) goto out;
   R.space = space;
+  if (o.warmup) space->timing.warmup = o.warmup < 0 ? 0 : (int)o.warmup;
+  if (o.samples) space->timing.retime_samples = (int)o.samples;
   if (strcmp(space->op_name, "gemm_a8w8_blockscale") != 0) {
     rc = at_fail(AT_ERR_INPUT, "compare: op %s has no runtime launch function to compare; compare knows gemm_a8w8_blockscale",
                  space->op_name);

@@ -179,6 +179,14 @@ static void file_providers(void) {
   CHECK_CONTAINS(j, "\"worst\": {\"ratio\": 1.25");
   CHECK_CONTAINS(j, "\"m\": 16, \"n\": 1024, \"k\": 512}, \"above_1_10\": 2}");
   free(j);
+  /* --warmup and --samples replace the space's counts, and the file says which were used; a count out
+   * of range is exit 2 naming the flag. */
+  expect(RUN(SPACE, "--providers", list, "--json", json, "--warmup", "30", "--samples", "200"), 0, "triton / cutlass");
+  j = slurp(json);
+  CHECK_CONTAINS(j, "\"timing\": {\"warmup\": 30, \"samples\": 200,");
+  free(j);
+  expect(RUN(SPACE, "--providers", list, "--samples", "2"), 2, "--samples expects an integer from 3 to 100000, got '2'");
+  expect(RUN(SPACE, "--providers", list, "--warmup", "x"), 2, "--warmup expects an integer");
   /* compare's own file is a provider file in turn: the same provider twice gets its file's name. */
   char *again = at_xasprintf("file:%s,file:%s", tri, json);
   expect(RUN(SPACE, "--providers", again), 0, "triton+files us");
