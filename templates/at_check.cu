@@ -2,7 +2,7 @@
 // candidate on every shape (docs/timing.md): each element must satisfy
 // |out - ref| <= atol + rtol * |ref| + gamma * absref, absref being the op's |A| * |B| (the
 // dot-product error bound), and NaN or Inf anywhere fails; the absolute value that makes absref;
-// and random FP8 fill.
+// random FP8 fill; and the L2 scrub between kernels timed in turn.
 #include "at_support.cuh"
 
 // out: n bf16 values; ref, absref: n floats (absref may be null: no gamma term). Accumulates the
@@ -61,4 +61,17 @@ extern "C" __global__ void at_fill_e4m3(unsigned char *q, at_u64 n, at_u64 seed)
   for (at_u64 i = ((at_u64)blockIdx.x * blockDim.x + threadIdx.x) * 4; i + 3 < n; i += stride)
     *(at_u32 *)(q + i) = at_pack_e4m3x4(at_normal(seed, i) * 64.f, at_normal(seed, i + 1) * 64.f,
                                         at_normal(seed, i + 2) * 64.f, at_normal(seed, i + 3) * 64.f);
+}
+
+// Reads n 16-byte words with the default cache policy, to fill L2 with clean lines of its own
+// between the samples of different kernels timed in turn (engine/gpu/scrub.h). *sink is written
+// only if the sum is a value the buffer (zeroed) never gives, which keeps the loads.
+extern "C" __global__ void at_l2_scrub(const uint4 *p, at_u64 n, unsigned *sink) {
+  const at_u64 stride = (at_u64)gridDim.x * blockDim.x;
+  unsigned x = 0;
+  for (at_u64 i = (at_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const uint4 v = p[i];
+    x += v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (x == 0x9e3779b9u) *sink = x;
 }

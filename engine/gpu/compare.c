@@ -30,6 +30,7 @@
 #include "check.h"
 #include "gpuctx.h"
 #include "peak.h"
+#include "scrub.h"
 #include "worker.h"
 
 struct cmp_worker;
@@ -247,7 +248,8 @@ static void check_provider(cmp_worker *w, int p, const at_check_bound *bound, at
 
 /* The providers that passed their check, timed side by side: every round takes one sample of each,
  * the order turned around every round (A B, B A, ...), so that each sees the same clocks and
- * temperature and neither always runs right after the other. */
+ * temperature and neither always runs right after the other. With two or more, each sample follows
+ * an L2 scrub (scrub.h): no provider reads what the one before it left in L2. */
 static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_reply *rep) {
   at_timed *t[AT_CMP_NPROVIDERS] = {0};
   double *v[AT_CMP_NPROVIDERS] = {0};
@@ -270,7 +272,7 @@ static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_re
       if (!t[p]) continue;
       step(w, p, s < 0 ? "warm-up" : "timing");
       double us = 0;
-      if (at_timed_sample(t[p], &us)) {
+      if ((na > 1 && at_l2_scrub(&w->g)) || at_timed_sample(t[p], &us)) {
         failed(w, &rep->r[p], "timing");
         if (!w->dead) at_timed_destroy(t[p]);
         t[p] = NULL;

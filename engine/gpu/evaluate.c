@@ -22,6 +22,7 @@
 #include "bench.h"
 #include "check.h"
 #include "launch.h"
+#include "scrub.h"
 
 enum { MOD_EMPTY, MOD_LOADED, MOD_FAILED };
 
@@ -294,8 +295,8 @@ int at_evaluate(at_eval_ctx *c, const at_eval_req *req, const void *cubin, size_
 
 /* One sample of leader i; on failure, records why on reps[i] and drops the leader. Returns 0 when
  * the context is dead (a sticky error: stop everything, reply, exit). */
-static int retime_sample(at_timed **t, int i, double *us, at_eval_reply *reps) {
-  if (at_timed_sample(t[i], us) == AT_OK) return 1;
+static int retime_sample(const at_eval_ctx *c, at_timed **t, int i, double *us, at_eval_reply *reps) {
+  if (at_l2_scrub(c->g) == AT_OK && at_timed_sample(t[i], us) == AT_OK) return 1;
   CUresult r = (CUresult)at_api_code();
   api_failure(&reps[i], r, "side-by-side re-timing");
   at_timed_destroy(t[i]);
@@ -365,12 +366,12 @@ int at_retime(at_eval_ctx *c, int n, const at_eval_req *reqs, const void *const 
    * that fails is dropped with its status; one that kills the context ends the re-timing. */
   double dummy;
   for (int i = 0; i < n && alive && rc == AT_OK; i++)
-    if (t[i]) alive = retime_sample(t, i, &dummy, reps);
-  if (tv && alive && at_timed_sample(tv, &dummy)) at_timed_destroy(tv), tv = NULL;
+    if (t[i]) alive = retime_sample(c, t, i, &dummy, reps);
+  if (tv && alive && (at_l2_scrub(c->g) || at_timed_sample(tv, &dummy))) at_timed_destroy(tv), tv = NULL;
   for (int s = 0; s < samples && alive && rc == AT_OK; s++) {
     for (int i = 0; i < n && alive; i++)
-      if (t[i]) alive = retime_sample(t, i, &v[i * samples + s], reps);
-    if (tv && alive && at_timed_sample(tv, &vv[s])) at_timed_destroy(tv), tv = NULL;
+      if (t[i]) alive = retime_sample(c, t, i, &v[i * samples + s], reps);
+    if (tv && alive && (at_l2_scrub(c->g) || at_timed_sample(tv, &vv[s]))) at_timed_destroy(tv), tv = NULL;
   }
   if (tv && alive) *vendor_us = at_median(vv, samples), c->prof.vendor_retimes++;
   if (tv && alive) at_timed_destroy(tv);
