@@ -360,9 +360,11 @@ static void print_header(const run *R) {
     printf("every provider is a file: no GPU used, no roofline\n");
   if (R->nlive)
     printf("runtime: DB %s, configs %s, tag %s, pdl %s, tail %s; check: atol %g, rtol %g, gamma %g; %d warm-up + %d"
-           " samples each, round-robin, inputs rotated past %g x L2\n",
+           " samples each, round-robin, inputs rotated past %g x L2%s\n",
            o->db ? o->db : "(none)", o->configs ? o->configs : "(none)", s->tag, o->pdl, o->tail, s->atol, s->rtol, s->gamma,
-           s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple);
+           s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple,
+           /* the providers timed in turn (the FP32 reference is timed alone): compare.c scrubs */
+           R->nlive - R->use[AT_CMP_CUBLAS] > 1 ? ", L2 scrubbed before each sample" : "");
   for (size_t f = 0; f < R->nfiles; f++) {
     const at_results_file *file = &R->files[f];
     printf("file %s: %zu provider%s, device %s\n", file->path, file->nproviders, file->nproviders == 1 ? "" : "s",
