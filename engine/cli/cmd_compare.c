@@ -72,7 +72,7 @@ typedef struct options {
   const char *space, *shapes, *only, *json, *db, *configs, *providers;
   const char *pdl;  /* the runtime's launch mode: off or on */
   const char *tail; /* the runtime's tail: off or on */
-  int64_t warmup, samples; /* the timing's counts; 0: the space's */
+  int64_t warmup, samples; /* the timing's counts; -1: the space's */
   int gpu;
 } options;
 
@@ -124,6 +124,7 @@ static int parse_options(int argc, char **argv, options *o) {
                                        {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->providers = "autotune,cublaslt";
+  o->warmup = o->samples = -1;
   optind = 1;
   opterr = 0;
   for (int ch; (ch = getopt_long(argc, argv, ":h", LONG, NULL)) != -1;) {
@@ -140,7 +141,6 @@ static int parse_options(int argc, char **argv, options *o) {
     case 'W':
       if (at_parse_i64(optarg, &o->warmup) || o->warmup < 0 || o->warmup > 100000)
         return at_fail(AT_ERR_INPUT, "compare: --warmup expects an integer from 0 to 100000, got '%s'", optarg);
-      if (o->warmup == 0) o->warmup = -1; /* 0 given: no warm-up (0 in the struct means the space's) */
       break;
     case 'S':
       if (at_parse_i64(optarg, &o->samples) || o->samples < 3 || o->samples > 100000)
@@ -719,8 +719,8 @@ int cmd_compare(int argc, char **argv) {
   /* Everything the user wrote is checked before any GPU work: bad input is exit 2. */
   if ((rc = at_space_load(o.space, &space))) goto out;
   R.space = space;
-  if (o.warmup) space->timing.warmup = o.warmup < 0 ? 0 : (int)o.warmup;
-  if (o.samples) space->timing.retime_samples = (int)o.samples;
+  if (o.warmup >= 0) space->timing.warmup = (int)o.warmup;
+  if (o.samples >= 0) space->timing.retime_samples = (int)o.samples;
   if (strcmp(space->op_name, "gemm_a8w8_blockscale") != 0) {
     rc = at_fail(AT_ERR_INPUT, "compare: op %s has no runtime launch function to compare; compare knows gemm_a8w8_blockscale",
                  space->op_name);

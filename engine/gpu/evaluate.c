@@ -295,8 +295,8 @@ int at_evaluate(at_eval_ctx *c, const at_eval_req *req, const void *cubin, size_
 
 /* One sample of leader i; on failure, records why on reps[i] and drops the leader. Returns 0 when
  * the context is dead (a sticky error: stop everything, reply, exit). */
-static int retime_sample(const at_eval_ctx *c, at_timed **t, int i, double *us, at_eval_reply *reps) {
-  if (at_l2_scrub(c->g) == AT_OK && at_timed_sample(t[i], us) == AT_OK) return 1;
+static int retime_sample(const at_eval_ctx *c, int scrub, at_timed **t, int i, double *us, at_eval_reply *reps) {
+  if ((!scrub || at_l2_scrub(c->g) == AT_OK) && at_timed_sample(t[i], us) == AT_OK) return 1;
   CUresult r = (CUresult)at_api_code();
   api_failure(&reps[i], r, "side-by-side re-timing");
   at_timed_destroy(t[i]);
@@ -362,16 +362,22 @@ int at_retime(at_eval_ctx *c, int n, const at_eval_req *reqs, const void *const 
   double *vv = at_xcalloc((size_t)samples, sizeof *vv);
   if (c->vendor && alive && rc == AT_OK && at_timed_create(c->g, c->gop->vendor_enqueue, c->state, c->sets, &tv))
     tv = NULL;
+  /* With two kernels or more in turn, each sample follows an L2 scrub (scrub.h), as in compare.
+   * The first is made here: a scrub that cannot be set up is the worker's failure, not a leader's. */
+  int units = tv != NULL;
+  for (int i = 0; i < n; i++) units += t[i] != NULL;
+  const int scrub = units > 1;
+  if (scrub && alive && rc == AT_OK) rc = at_l2_scrub(c->g);
   /* Round-robin: every leader sees the same clocks and temperatures, sample by sample. A leader
    * that fails is dropped with its status; one that kills the context ends the re-timing. */
   double dummy;
   for (int i = 0; i < n && alive && rc == AT_OK; i++)
-    if (t[i]) alive = retime_sample(c, t, i, &dummy, reps);
-  if (tv && alive && (at_l2_scrub(c->g) || at_timed_sample(tv, &dummy))) at_timed_destroy(tv), tv = NULL;
+    if (t[i]) alive = retime_sample(c, scrub, t, i, &dummy, reps);
+  if (tv && alive && ((scrub && at_l2_scrub(c->g)) || at_timed_sample(tv, &dummy))) at_timed_destroy(tv), tv = NULL;
   for (int s = 0; s < samples && alive && rc == AT_OK; s++) {
     for (int i = 0; i < n && alive; i++)
-      if (t[i]) alive = retime_sample(c, t, i, &v[i * samples + s], reps);
-    if (tv && alive && (at_l2_scrub(c->g) || at_timed_sample(tv, &vv[s]))) at_timed_destroy(tv), tv = NULL;
+      if (t[i]) alive = retime_sample(c, scrub, t, i, &v[i * samples + s], reps);
+    if (tv && alive && ((scrub && at_l2_scrub(c->g)) || at_timed_sample(tv, &vv[s]))) at_timed_destroy(tv), tv = NULL;
   }
   if (tv && alive) *vendor_us = at_median(vv, samples), c->prof.vendor_retimes++;
   if (tv && alive) at_timed_destroy(tv);

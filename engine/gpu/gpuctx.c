@@ -1,6 +1,7 @@
 /* gpuctx.c: see gpuctx.h. */
 #include "gpuctx.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,22 @@ int at_gpu_open(int ordinal, at_gpu *g) {
   return AT_OK;
 }
 
+/* Support modules loaded so far, per context and file: check.c, peak.c and scrub.c all use
+ * at_check.cu, which a process then compiles (from the cache) and loads once. None is unloaded. A
+ * process making GPU calls does so from one thread (the worker's), so no lock. */
+enum { MAX_SUPPORT = 8 };
+static struct {
+  CUcontext ctx;
+  char file[64];
+  CUmodule mod;
+} g_support[MAX_SUPPORT];
+
 int at_gpu_support_module(const at_gpu *g, const char *file, CUmodule *out) {
+  for (int i = 0; i < MAX_SUPPORT; i++)
+    if (g_support[i].mod && g_support[i].ctx == g->ctx && strcmp(g_support[i].file, file) == 0) {
+      *out = g_support[i].mod;
+      return AT_OK;
+    }
   char *path = at_path_join(at_templates_dir(), file);
   at_jit_source *src = NULL;
   int rc = at_jit_source_load(path, at_templates_dir(), &src);
@@ -43,6 +59,12 @@ int at_gpu_support_module(const at_gpu *g, const char *file, CUmodule *out) {
   CUresult cr = at_cu->ModuleLoadData(out, r.cubin);
   at_jit_result_free(&r);
   CU_CHECK(cr);
+  for (int i = 0; i < MAX_SUPPORT; i++)
+    if (!g_support[i].mod && strlen(file) < sizeof g_support[i].file) {
+      g_support[i].ctx = g->ctx, g_support[i].mod = *out;
+      snprintf(g_support[i].file, sizeof g_support[i].file, "%s", file);
+      break;
+    }
   return AT_OK;
 }
 
