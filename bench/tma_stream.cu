@@ -1,17 +1,29 @@
-// tma_stream.cu: what does a decode GEMM's way of reading its weights cost, short of its math?
-// bench/tile_stream.cu reads a decode call's weights in the GEMM's work split with plain 16-byte
-// loads and runs 1.13-1.26x faster than the library's calls (docs/perf.md, "The weights' address
-// order at decode sizes"). This kernel reads them the GEMM's way: one producer thread issuing
-// TMA boxes (the 16 token rows of A and BN weight rows, 128 bytes of K each, 128-byte swizzled,
-// the weights with an L2 evict_first policy) into a ring of S stages with full/empty mbarriers,
-// and a consumer warpgroup that waits for each stage and frees it (MATH 1: after four wgmma
-// m64nBNk32 on it, as the GEMM's k-block, without scales, promotion or epilogue). Units of BN
-// weight rows by a range of k-blocks, over a persistent grid: taken in turn (DYN 0, unit b,
-// b + grid, ...) or from a counter in global memory (DYN 1: a CTA that got its bytes early takes
-// more units; the counter is reset by the last CTA out).
+// tma_stream.cu: what does a decode GEMM's way of reading its weights cost, and what does each part
+// of its k-block add? bench/tile_stream.cu reads a decode call's weights in the GEMM's work split
+// with plain 16-byte loads; this kernel reads them the GEMM's way: one producer thread issuing TMA
+// boxes (the 16 token rows of A and BN weight rows, 128 bytes of K each, 128-byte swizzled, the
+// weights with an L2 evict_first policy) into a ring of S stages with full/empty mbarriers, and
+// consumers that wait for each stage and free it. MATH, what a consumer does with a stage:
+//   0  nothing (the ring alone)
+//   1  four wgmma m64nBNk32 on it (the GEMM's k-block without scales or promotion), waited for
+//      before the stage is freed
+//   2  the same, one batch behind: the stage is freed once the next one's batch is issued and this
+//      one's has completed (the GEMM's KPIPE 2)
+//   3  2, plus the k-block's scale loads (used at once, where the GEMM loads them two k-blocks
+//      ahead) and, per unit, the result's 16 rows stored as bf16
+//   4  1 by two consumer warpgroups, each taking every other stage (S even)
+// Units of BN weight rows by a range of k-blocks, over a persistent grid: taken in turn (DYN 0,
+// unit b, b + grid, ...) or, after its first, from a counter in global memory asked one unit ahead
+// (DYN 1: a CTA that got its bytes early takes more units; the last CTA out resets the counter).
+// CL 2 launches clusters of two (a cluster sync after the setup, nothing shared), as CLUSTER_K does.
 // Each call in a CUDA graph of calls back to back, each on its own cold weights (rotated past 4x
 // L2), with programmatic dependent launch, as `autotune compare` runs the library's calls.
-//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Itemplates bench/tma_stream.cu -o /tmp/tma_stream -ldl
+// Environment: TMA_STREAM_TIMELINE=1 prints, instead of the table, %globaltimer stamps of one call
+// mid-chain for some variants (the wait's return, first and last stage full, the end; the stamps
+// cost 0.1-0.5 us a call); TMA_STREAM_LAUNCHES=n captures n calls a graph (bench/decode_timeline
+// captures 13 at 4096 x 4096: the graph's ends then add 0.2 us a call); TMA_STREAM_ROTATE_A=1 gives
+// each call its own activations. docs/perf.md, "Where a decode call's time goes, part by part".
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Itemplates -Ibench bench/tma_stream.cu -o /tmp/tma_stream -ldl
 //   /tmp/tma_stream
 #include <cuda.h>
 #include <dlfcn.h>
