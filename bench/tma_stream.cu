@@ -37,6 +37,7 @@
 #include "at_wgmma_e4m3.cuh"
 #include "graph_chain.cuh"
 
+constexpr int MAX_LAUNCHES = 256, MAX_GRID = 1024;  // calls a graph; CTAs a call (stamps)
 constexpr int TOK = 16;           // token rows of A a stage loads (M = 16)
 constexpr int A_TILE = 64 * 128;  // the wgmma's 64-row A tile; rows past TOK stay stale, as in the GEMM
 
@@ -71,8 +72,9 @@ __global__ void __launch_bounds__(384, 1)
   // Stamps (%globaltimer, ns): [0] the wait's return, [1] the first stage full, [2] the last one,
   // [3] the consumer's end.
   auto now = [] { unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; };
-  unsigned long long *st = stamps + 4 * blockIdx.x;
-  if (tid == 0) st[0] = now();
+  // No stamps (null) outside TMA_STREAM_TIMELINE: the table's figures are taken without them.
+  unsigned long long *st = stamps ? stamps + 4 * blockIdx.x : nullptr;
+  if (st && tid == 0) st[0] = now();
   const int tiles = n / BN, units = tiles * ksplit, per = k / 128 / ksplit;
   // Unit u: with DYN a tile's splits are neighbours (u / ksplit, u % ksplit), else the splits of
   // tile t are `tiles` apart (u % tiles, u / tiles) as in the GEMM's walk.
@@ -125,7 +127,7 @@ __global__ void __launch_bounds__(384, 1)
         const int s = it % S, ph = (it / S) & 1;
         if (MATH == 4 && (it & 1) != cw) continue;
         if (!DYN || j > 0) at_mbar_wait(full0 + 8 * s, ph);
-        if (tid == 128 || tid == 256) st[it == 0 ? 1 : 2] = now();
+        if (st && (tid == 128 || tid == 256)) st[it == 0 ? 1 : 2] = now();
         if (MATH) {
           const at_u64 da = at_wgmma_desc_sw128(base + s * STAGE), db = at_wgmma_desc_sw128(base + s * STAGE + A_TILE);
           if (MATH == 3) {  // the GEMM's scale loads for this k-block: two A rows' and the tile's weight block
@@ -162,7 +164,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
     for (int j = 0; j < BN / 2; j++) x += acc[j];
     if (x == 1234.5f) out[blockIdx.x] = 1;  // keeps the wgmmas; practically never stores
-    if (tid == 128) st[3] = now();
+    if (st && tid == 128) st[3] = now();
   }
   if (DYN) {
     __syncthreads();
@@ -208,6 +210,9 @@ static float run(bench &b, int ksplit, const char *name = nullptr) {
   // activations (the A of weight buffer i), as the library's calls in compare and decode_timeline.
   const char *nl = getenv("TMA_STREAM_LAUNCHES");
   const int launches = nl ? atoi(nl) : (int)b.bufs.size() < 32 ? 32 : (int)b.bufs.size();
+  // MAX_LAUNCHES counters and stamp slots; the stamps printed are call 10's.
+  if (launches < 11 || launches > MAX_LAUNCHES)
+    fprintf(stderr, "TMA_STREAM_LAUNCHES: 11 to %d calls a graph, not %d\n", MAX_LAUNCHES, launches), exit(2);
   const bool rot_a = getenv("TMA_STREAM_ROTATE_A") != nullptr;
   std::vector<at_tmap> mas(b.bufs.size());
   for (size_t i = 0; i < b.bufs.size(); i++) mas[i] = map_of((char *)b.a + i * (size_t)TOK * b.k, TOK, b.k, TOK);
@@ -227,12 +232,13 @@ static float run(bench &b, int ksplit, const char *name = nullptr) {
           l.cfg.attrs = at2, l.cfg.numAttrs = 2;
         }
         return cudaLaunchKernelEx(&l.cfg, kern, mb[i % mb.size()], rot_a ? mas[i % mas.size()] : ma, b.n, b.k, ksplit, b.ctr + 2 * i, b.out,
-                                  (const float *)b.as, (const float *)b.bs, b.c, b.stamps + (long)i * 4 * 1024);
+                                  (const float *)b.as, (const float *)b.bs, b.c,
+                                  name ? b.stamps + (long)i * 4 * MAX_GRID : nullptr);
       },
       &us);
   if (name) {  // call 10's stamps, us from the earliest CTA's wait: earliest .. latest CTA
     std::vector<unsigned long long> h(4 * grid);
-    CK(cudaMemcpy(h.data(), b.stamps + 10L * 4 * 1024, h.size() * 8, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h.data(), b.stamps + 10L * 4 * MAX_GRID, h.size() * 8, cudaMemcpyDeviceToHost));
     unsigned long long t0 = ~0ull;
     for (int c = 0; c < grid; c++) t0 = h[4 * c] < t0 ? h[4 * c] : t0;
     printf("  %-34s %6.2f us a call; call 10 from its first wait:", name, us);
@@ -256,10 +262,10 @@ int main() {
   int sms = 0, l2 = 0;
   unsigned *out = nullptr, *ctr = nullptr;
   if (chain_device(&sms, &l2, &out)) return 1;
-  CK(cudaMalloc(&ctr, 2 * 256 * sizeof(unsigned)));
-  CK(cudaMemset(ctr, 0, 2 * 256 * sizeof(unsigned)));
+  CK(cudaMalloc(&ctr, 2 * MAX_LAUNCHES * sizeof(unsigned)));
+  CK(cudaMemset(ctr, 0, 2 * MAX_LAUNCHES * sizeof(unsigned)));
   unsigned long long *stamps = nullptr;
-  CK(cudaMalloc(&stamps, 256L * 4 * 1024 * 8));
+  CK(cudaMalloc(&stamps, (size_t)MAX_LAUNCHES * 4 * MAX_GRID * 8));
   const char *only = getenv("TMA_STREAM_TIMELINE");
   printf("%d SMs, L2 %d MB; us per call, PDL chain in a CUDA graph, weights rotated past 4x L2; TMA ring of S stages\n", sms,
          l2 >> 20);
