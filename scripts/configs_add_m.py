@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""configs_add_m.py COMMITTED.json NEWER.json [--replace M,M...] > MERGED.json: the per-M entries
+"""configs_add_m.py COMMITTED.json NEWER.json [--add M,M...] [--replace M,M...] > MERGED.json: the per-M entries
 (`per_M`, `M_LEQ_<m>`) that a newer export of the same (device, tag, N, K) has for M the committed
-file lacks, added to the committed file; every entry the committed file has stays as it is, its
+file lacks (with --add, only those M, none for --add "": the ones that won when measured), added to the committed file; every entry the committed file has stays as it is, its
 buckets too, except `any` (the winner at the largest tuned M, used above it), which follows an added
 M above the largest. With --replace, the entries at those M (which both files must have) are the
 newer file's too: for entries tuned again whose new config won when measured through the runtime
@@ -66,7 +66,7 @@ def with_comma(line, comma):
     return body + ("," if comma else "") + "\n"
 
 
-def merge(old_text, new_text, replace=()):
+def merge(old_text, new_text, replace=(), only=None):
     old, new = json.loads(old_text), json.loads(new_text)
     for key in ("format", "op", "tag", "device", "device_name", "arch", "N", "K"):
         if old.get(key) != new.get(key):
@@ -77,6 +77,11 @@ def merge(old_text, new_text, replace=()):
     o_start, o_end, o_blocks = per_m_blocks(ol)
     _, _, n_blocks = per_m_blocks(nl)
     added = sorted(set(n_blocks) - set(o_blocks))
+    if only is not None:
+        for m in only:
+            if m not in added:
+                sys.exit("configs_add_m.py: --add %d: the newer file needs an entry at that M and the committed file none" % m)
+        added = sorted(only)
     for m in replace:
         if m not in o_blocks or m not in n_blocks:
             sys.exit("configs_add_m.py: --replace %d: both files need an entry at that M" % m)
@@ -125,21 +130,35 @@ def merge(old_text, new_text, replace=()):
     return "".join(out), added
 
 
+def m_list(flag, text):
+    try:
+        return sorted({int(x) for x in text.split(",") if x != ""})  # --add "": add none
+    except ValueError:
+        sys.exit("configs_add_m.py: %s takes M values separated by commas, not %r" % (flag, text))
+
+
 def main(argv):
-    replace = []
-    if len(argv) == 5 and argv[3] == "--replace":
-        try:
-            replace = sorted({int(x) for x in argv[4].split(",")})
-        except ValueError:
-            sys.exit("configs_add_m.py: --replace takes M values separated by commas, not %r" % argv[4])
-        argv = argv[:3]
-    if len(argv) != 3:
+    replace, only, files = [], None, []
+    args = iter(argv[1:])
+    for a in args:
+        if a in ("--replace", "--add"):
+            v = next(args, None)
+            if v is None:
+                sys.exit("configs_add_m.py: %s needs M values" % a)
+            if a == "--replace":
+                replace = m_list(a, v)
+            else:
+                only = m_list(a, v)
+        else:
+            files.append(a)
+    if len(files) != 2:
         sys.exit(__doc__.split("\n\n")[0])
+    argv = [argv[0]] + files
     with open(argv[1]) as f:
         old_text = f.read()
     with open(argv[2]) as f:
         new_text = f.read()
-    text, added = merge(old_text, new_text, replace)
+    text, added = merge(old_text, new_text, replace, only)
     # What the text must say: the committed file with the added per-M entries (and copies), and
     # `any` the newer file's when the largest M is one of them.
     got, old, new = json.loads(text), json.loads(old_text), json.loads(new_text)

@@ -5,7 +5,8 @@
   without that M (its per_M member and top-level copy taken out) merged with the committed file
   gives the committed file back, byte for byte (so the output is in `autotune export`'s layout,
   which test_export checks for committed files); a file without the top-level copies is refused;
-  with --replace M the newer file's entry at M replaces the committed one, and nothing else changes.
+  with --replace M the newer file's entry at M replaces the committed one, and nothing else changes;
+  with --add M only that M of those the committed file lacks is added.
 - scripts/one_config_dirs.py: one file per (N, K) of the shape file, each answering with the config
   given (defaults filled in); a PARAMS that is not a JSON object is refused.
 - scripts/menu_space.py: from the committed files, every config once; those that hold their scales
@@ -101,6 +102,18 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 0 and r.stdout == newer, f"--replace 2048 takes the newer entry ({r.stderr.strip()})")
     r = run(add_m, f, nf, "--replace", "2047")
     check(r.returncode != 0 and "--replace 2047" in r.stderr, f"--replace of an M not in both refused ({r.stderr.strip()})")
+    # --add M: of the M the committed file lacks, only those; an M it has (or the newer lacks) is refused.
+    two = os.path.join(tmp, "two.json")
+    with open(two, "w") as fh:
+        fh.write(drop_m(drop_m(text, 384), 3072))
+    r = run(add_m, two, f, "--add", "3072")
+    check(r.returncode == 0 and r.stdout == drop_m(text, 384), f"--add 3072 adds 3072 alone ({r.stderr.strip()})")
+    r = run(add_m, two, f, "--add", "3072", "--replace", "2048")
+    check(r.returncode == 0 and r.stdout == drop_m(text, 384), f"--add and --replace together ({r.stderr.strip()})")
+    r = run(add_m, two, f, "--add", "")
+    check(r.returncode == 0 and r.stdout == open(two).read(), f"--add \"\" adds none ({r.stderr.strip()})")
+    r = run(add_m, two, f, "--add", "2048")
+    check(r.returncode != 0 and "--add 2048" in r.stderr, f"--add of an M the committed file has refused ({r.stderr.strip()})")
 
     one = os.path.join(ROOT, "scripts", "one_config_dirs.py")
     shapes = os.path.join(tmp, "shapes.yaml")
