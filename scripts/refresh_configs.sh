@@ -11,8 +11,11 @@
 # rounds (geomean < 0.99) and neither more than 3% slower. The files with a kept entry land in $OUT/f/fin.
 # Each compare checks every output against the reference; times are the runtime's, as a user's calls run.
 set -u
-T=${THRESH:-0.90}; SET=${SET:-b}; FILL=${FILL:?FILL: a shape list of the M to add, e.g. - {N: 1024, K: 3072, M: [1536, 3072]}}
-OUT=${OUT:-out}; R=$OUT/f; mkdir -p $R
+T=${THRESH:-0.90}; SET=${SET:-b}; FILL=${FILL:-}
+die() { echo "refresh_configs.sh: $*" >&2; [ -f "${R:-}/log" ] && cat $R/log >&2; exit 2; }
+[ -f "$FILL" ] || die "FILL: no file '$FILL' (a list of the M to add, one line a weight: - {N: 1024, K: 3072, M: [1536, 3072]})"
+case $SET in l|s|b) ;; *) die "SET: l, s or b, not '$SET'" ;; esac
+OUT=${OUT:-out}; R=$OUT/f; mkdir -p $R; rm -rf $R/plan.json $R/log $R/fin  # nothing of an earlier run decides this one
 A=${AUTOTUNE:-build/autotune}; export AUTOTUNE_PROGRESS=none
 S=search_spaces/a8w8_blockscale.yaml; L=search_spaces/llama3_8b.yaml
 cmp_set() {  # NAME CONFIGS SET -> $R/NAME.json
@@ -51,8 +54,10 @@ with open('%s/check.yaml' % R, 'w') as fh:
 json.dump({'%d,%d' % nk: {a: sorted(v) for a, v in p.items()} for nk, p in plan.items()}, open('%s/plan.json' % R, 'w'))
 print('tune', sum(len(v) for v in tune.values()), 'shapes;', 'check', sum(len(v) for v in check.values()), 'shapes')
 PY
+[ -f $R/plan.json ] || die "no plan (the log above says why)"
 rm -f $R/fresh.db
-timeout 330 $A $S --shapes $R/tune.yaml --db $R/fresh.db > $R/tune.log 2>&1; echo "tune rc $? at $SECONDS s" >> $R/log; tail -4 $R/tune.log >> $R/log
+timeout 330 $A $S --shapes $R/tune.yaml --db $R/fresh.db > $R/tune.log 2>&1; rc=$?; echo "tune rc $rc at $SECONDS s" >> $R/log; tail -4 $R/tune.log >> $R/log
+[ $rc = 0 ] || die "the tune failed: $R/tune.log"
 rm -rf $R/newer $R/candidates; mkdir -p $R/newer; $A export --db $R/fresh.db --out $R/newer > $R/export.log 2>&1; cp -r configs $R/candidates
 python3 - $R <<'PY' >> $R/log
 import json, os, subprocess, sys
