@@ -6,8 +6,9 @@
 # FILL (a list of {N, K, M: [...]}) names M between a file's entries to add; the shapes of SET (l Llama-3-8B, s shipped, b the 132 tuned Llama-3-70B/DeepSeek-V3 shapes) at THRESH x cuBLASLt's
 # time or above through the committed files are tuned again. One fresh DB, exported; a candidate file per weight = committed
 # + the added M + the re-tuned entries (scripts/configs_add_m.py --add/--replace). Committed and candidates compared twice,
-# interleaved, on SET's shapes (for the re-tuned entries) and on two M per added entry in the bucket it takes over (midpoint
-# and its own M). Kept: a re-tuned entry faster at its M in both rounds (>1%); an added entry whose two M run faster in both
+# interleaved, on SET's shapes (for the re-tuned entries) and on two M per added entry in the range it takes over (midpoint
+# and its own M; from 257 to 2048 the lookup answers between entries with the time model every 64 rows, so there the
+# midpoint runs the same config either way and the entry's own M decides). Kept: a re-tuned entry faster at its M in both rounds (>1%); an added entry whose two M run faster in both
 # rounds (geomean < 0.99) and neither more than 3% slower. The files with a kept entry land in $OUT/f/fin.
 # Each compare checks every output against the reference; times are the runtime's, as a user's calls run.
 set -u
