@@ -3,13 +3,15 @@
 # templates change"; written in session 34). Run on the GPU the files are for, from the source root, after a build:
 #   SET=b THRESH=0.90 FILL=fill.yaml OUT=out AUTOTUNE=build/autotune bash scripts/refresh_configs.sh
 # then copy OUT/f/fin/*.json into configs/ (OUT/f/log says why each entry was kept).
-# FILL (a list of {N, K, M: [...]}) names M between a file's entries to add; the shapes of SET (l Llama-3-8B, s shipped, b the 132 tuned Llama-3-70B/DeepSeek-V3 shapes) at THRESH x cuBLASLt's
-# time or above through the committed files are tuned again. One fresh DB, exported; a candidate file per weight = committed
-# + the added M + the re-tuned entries (scripts/configs_add_m.py --add/--replace). Committed and candidates compared twice,
-# interleaved, on SET's shapes (for the re-tuned entries) and on two M per added entry in the range it takes over (midpoint
-# and its own M; from 257 to 2048 the lookup answers between entries with the time model every 64 rows, so there the
-# midpoint runs the same config either way and the entry's own M decides). Kept: a re-tuned entry faster at its M in both rounds (>1%); an added entry whose two M run faster in both
-# rounds (geomean < 0.99) and neither more than 3% slower. The files with a kept entry land in $OUT/f/fin.
+# FILL (a list of {N, K, M: [...]}) names M between a file's entries to add. The shapes of SET (l Llama-3-8B, s shipped,
+# b the 132 tuned Llama-3-70B/DeepSeek-V3 shapes) at THRESH x cuBLASLt's time or above through the committed files (the
+# 24 slowest at most) are tuned again. One fresh DB, exported; a candidate file per weight = committed + the added M + the
+# re-tuned entries (scripts/configs_add_m.py --add/--replace). Committed and candidate files are compared twice,
+# interleaved, on SET's shapes (for the re-tuned entries) and on two M per added entry in the range it takes over: its own
+# M and halfway down to the entry below (from 257 to 2048 the lookup answers between a file's entries with the time model
+# every 64 rows, so there the halfway point runs the same config either way and the entry's own M decides).
+# Kept: a re-tuned entry faster at its M in both rounds (by 1% or more); an added entry whose two M run faster in both
+# rounds (geomean under 0.99) with neither more than 3% slower. The files with a kept entry land in $OUT/f/fin.
 # Each compare checks every output against the reference; times are the runtime's, as a user's calls run.
 set -u
 T=${THRESH:-0.90}; SET=${SET:-b}; FILL=${FILL:-}
@@ -74,7 +76,7 @@ for nk, p in json.load(open('%s/plan.json' % R)).items():
 PY
 for r in 1 2; do for c in c k; do D=configs; [ $c = k ] && D=$R/candidates; cmp_set ${c}w$r $D $SET; cmp_set ${c}c$r $D c; done; done
 python3 - $R <<'PY' >> $R/log
-import json, math, os, subprocess, sys, tarfile
+import json, math, os, subprocess, sys
 R = sys.argv[1]
 def load(f): return {(s['m'], s['n'], s['k']): s['autotune']['time_us'] for s in json.load(open('%s/%s.json' % (R, f)))['shapes'] if s.get('autotune')}
 c = {r: {**load('cw%d' % r), **load('cc%d' % r)} for r in (1, 2)}
@@ -90,7 +92,7 @@ for nk, p in json.load(open('%s/plan.json' % R)).items():
     add = []
     for m in p['add']:
         below = [h for h in have if h < m]; q = below[-1] if below else 0
-        pts = [x for x in {m, (q + m) // 2}]
+        pts = sorted({m, (q + m) // 2})
         ok = all(all((x, n, kk) in k[r] for x in pts) for r in (1, 2))
         g = {r: math.exp(sum(math.log(k[r][(x, n, kk)] / c[r][(x, n, kk)]) for x in pts) / len(pts)) if ok else 9 for r in (1, 2)}
         worst = max(k[r][(x, n, kk)] / c[r][(x, n, kk)] for r in (1, 2) for x in pts) if ok else 9
