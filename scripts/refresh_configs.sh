@@ -18,7 +18,7 @@ T=${THRESH:-0.90}; SET=${SET:-b}; FILL=${FILL:-}
 die() { echo "refresh_configs.sh: $*" >&2; [ -f "${R:-}/log" ] && cat $R/log >&2; exit 2; }
 [ -f "$FILL" ] || die "FILL: no file '$FILL' (a list of the M to add, one line a weight: - {N: 1024, K: 3072, M: [1536, 3072]})"
 case $SET in l|s|b) ;; *) die "SET: l, s or b, not '$SET'" ;; esac
-OUT=${OUT:-out}; R=$OUT/f; mkdir -p $R; rm -rf $R/plan.json $R/log $R/fin  # nothing of an earlier run decides this one
+OUT=${OUT:-out}; R=$OUT/f; mkdir -p $R; rm -rf $R/plan.json $R/check.yaml $R/log $R/fin  # nothing of an earlier run decides this one
 A=${AUTOTUNE:-build/autotune}; export AUTOTUNE_PROGRESS=none
 S=search_spaces/a8w8_blockscale.yaml; L=search_spaces/llama3_8b.yaml
 cmp_set() {  # NAME CONFIGS SET -> $R/NAME.json
@@ -32,7 +32,7 @@ cmp_set() {  # NAME CONFIGS SET -> $R/NAME.json
 }
 cmp_set w0 configs $SET
 python3 - $R $T $FILL <<'PY' >> $R/log
-import json, re, sys, collections
+import json, os, re, sys, collections
 R, T, FILL = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 d = json.load(open('%s/w0.json' % R))
 weak = sorted(((s['ratio'], s['m'], s['n'], s['k']) for s in d['shapes'] if s.get('ratio') and s['ratio'] >= T), reverse=True)[:24]
@@ -51,7 +51,7 @@ for line in open(FILL):
         check[(n, k)].update({m, (p + m) // 2})
 with open('%s/tune.yaml' % R, 'w') as fh:
     for (n, k), ms in sorted(tune.items()): fh.write('- {N: %d, K: %d, M: [%s]}\n' % (n, k, ', '.join(map(str, sorted(ms)))))
-with open('%s/check.yaml' % R, 'w') as fh:
+with open('%s/check.yaml' % R, 'w') if check else open(os.devnull, 'w') as fh:  # no file: nothing added
     fh.write('shapes:\n')
     for (n, k), ms in sorted(check.items()): fh.write('  - {name: check/%d-%d, N: %d, K: %d, M: [%s]}\n' % (n, k, n, k, ', '.join(map(str, sorted(ms)))))
 json.dump({'%d,%d' % nk: {a: sorted(v) for a, v in p.items()} for nk, p in plan.items()}, open('%s/plan.json' % R, 'w'))
@@ -74,11 +74,15 @@ for nk, p in json.load(open('%s/plan.json' % R)).items():
     if r.returncode: print('candidate', f, 'failed:', r.stderr.strip()); continue
     open(R + '/candidates/' + f, 'w').write(r.stdout); print(r.stderr.strip())
 PY
-for r in 1 2; do for c in c k; do D=configs; [ $c = k ] && D=$R/candidates; cmp_set ${c}w$r $D $SET; cmp_set ${c}c$r $D c; done; done
+for r in 1 2; do for c in c k; do D=configs; [ $c = k ] && D=$R/candidates
+  cmp_set ${c}w$r $D $SET; [ -f $R/check.yaml ] && cmp_set ${c}c$r $D c; done; done
 python3 - $R <<'PY' >> $R/log
 import json, math, os, subprocess, sys
 R = sys.argv[1]
-def load(f): return {(s['m'], s['n'], s['k']): s['autotune']['time_us'] for s in json.load(open('%s/%s.json' % (R, f)))['shapes'] if s.get('autotune')}
+def load(f):  # a set not run (no check shapes) or not written: no times, so nothing of it is kept
+    path = '%s/%s.json' % (R, f)
+    if not os.path.exists(path): return {}
+    return {(s['m'], s['n'], s['k']): s['autotune']['time_us'] for s in json.load(open(path))['shapes'] if s.get('autotune')}
 c = {r: {**load('cw%d' % r), **load('cc%d' % r)} for r in (1, 2)}
 k = {r: {**load('kw%d' % r), **load('kc%d' % r)} for r in (1, 2)}
 os.makedirs(R + '/fin', exist_ok=True)
