@@ -9,6 +9,12 @@
   with --add M only that M of those the committed file lacks is added.
 - scripts/one_config_dirs.py: one file per (N, K) of the shape file, each answering with the config
   given (defaults filled in); a PARAMS that is not a JSON object is refused.
+- scripts/refresh_configs.sh, end to end with a stand-in for `autotune` (compare times set by the
+  test, export the committed file): a re-tuned entry faster in both rounds replaces the committed
+  one; of the entries to add, only the one faster at its M and halfway down goes in, not one a
+  check point runs 5% slower, nor one that ties; the kept file is the committed text with those
+  entries, byte for byte, and a replacement alone adds nothing; a FILL that is missing stops it
+  with exit 2.
 - scripts/menu_space.py: from the committed files, every config once; those that hold their scales
   in shared memory (SCALE_KB) in variants of their own whose SCALE_KB follows K, the others without
   it; a parameter a file leaves out takes the op's value for it."""
@@ -132,6 +138,82 @@ with tempfile.TemporaryDirectory() as tmp:
               all(j["buckets"][b]["params"] == p for b in j["buckets"]), "every bucket the config, defaults filled in")
     r = run(one, out, shapes, "--", "X=[1]")
     check(r.returncode != 0 and "expected NAME=" in r.stderr, "a PARAMS that is not an object refused")
+
+    # scripts/refresh_configs.sh end to end, on one committed file with three of its M taken out and
+    # its 2048 entry changed; the real file plays the fresh export. The stand-in autotune answers
+    # `compare` with 10 us a shape, times a factor of FAKE_FACTORS for the candidate files (both
+    # rounds), `export` with the real file, and a tune with nothing.
+    rc_dir = os.path.join(tmp, "rc")
+    os.makedirs(os.path.join(rc_dir, "configs"))
+    os.symlink(os.path.abspath(os.path.join(ROOT, "scripts")), os.path.join(rc_dir, "scripts"))
+    name = "sm90-GEMM-A8W8_BLOCKSCALE-N=1024-K=1024.json"
+    real = open(os.path.join(ROOT, "configs", name)).read()
+    have = [int(k[len("M_LEQ_"):]) for k in json.loads(real)["per_M"]]
+    if all(m in have for m in (192, 1536, 2048, 3072)):
+        out, in_2048 = [], False
+        for l in drop_m(drop_m(drop_m(real, 192), 1536), 3072).splitlines(keepends=True):
+            if re.match(r'    "M_LEQ_\d+": ', l) or l.startswith("  }"):
+                in_2048 = l.startswith('    "M_LEQ_2048": ')
+            out.append(bump(l) if (in_2048 and l.startswith('      "params"')) or l.startswith('  "M_LEQ_2048": ') else l)
+        with open(os.path.join(rc_dir, "configs", name), "w") as fh:
+            fh.write("".join(out))
+        os.makedirs(os.path.join(rc_dir, "export"))
+        with open(os.path.join(rc_dir, "export", name), "w") as fh:
+            fh.write(real)
+        fake = os.path.join(rc_dir, "fake_autotune")
+        with open(fake, "w") as fh:
+            fh.write("""#!/usr/bin/env python3
+import json, os, re, shutil, sys
+a = sys.argv[1:]
+opt = lambda k: a[a.index(k) + 1] if k in a else None
+if a[0] == 'compare':
+    if opt('--shapes'):
+        shapes = [(int(m), int(n), int(k)) for n, k, ms in re.findall(r'N: (\\d+), K: (\\d+), M: \\[([^\\]]*)\\]', open(opt('--shapes')).read())
+                  for m in ms.split(',')]
+    else:
+        shapes = [(16, 1024, 1024), (2048, 1024, 1024)]
+    f = json.loads(os.environ['FAKE_FACTORS']) if 'candidates' in opt('--configs') else {}
+    rows = [{'m': m, 'n': n, 'k': k, 'autotune': {'time_us': 10.0 * f.get('%d,%d,%d' % (m, n, k), 1.0)},
+             'ratio': (0.95 if m == 2048 else 0.5) * f.get('%d,%d,%d' % (m, n, k), 1.0)} for m, n, k in shapes]
+    json.dump({'shapes': rows}, open(opt('--json'), 'w'))
+    print('geomean time autotune / cublaslt: all shapes 0.7x (%d shapes)' % len(rows))
+elif a[0] == 'export':
+    shutil.copytree(os.environ['FAKE_EXPORT'], opt('--out'), dirs_exist_ok=True)
+else:
+    open(opt('--db'), 'w').close()
+    print('results: ok 1')
+""")
+        os.chmod(fake, 0o755)
+        fill = os.path.join(rc_dir, "fill.yaml")
+        with open(fill, "w") as fh:
+            fh.write("- {N: 1024, K: 1024, M: [192, 1536, 3072]}\n")
+        # 192 (checked at 160, 192) 5% faster: kept; 1536 (1280, 1536) 5% faster at 1536 and 5% slower
+        # at 1280: dropped; 3072 (2816, 3072) the same: dropped; 2048 re-tuned 3% faster: replaced.
+        factors = {"160,1024,1024": 0.95, "192,1024,1024": 0.95, "1536,1024,1024": 0.95, "1280,1024,1024": 1.05,
+                   "2048,1024,1024": 0.97}
+        env = dict(os.environ, SET="s", THRESH="0.90", FILL=fill, OUT=os.path.join(rc_dir, "out"), AUTOTUNE=fake,
+                   FAKE_FACTORS=json.dumps(factors), FAKE_EXPORT=os.path.join(rc_dir, "export"))
+        r = subprocess.run(["bash", os.path.abspath(os.path.join(ROOT, "scripts", "refresh_configs.sh"))], cwd=rc_dir, env=env,
+                           capture_output=True, text=True)
+        fin = os.path.join(rc_dir, "out", "f", "fin", name)
+        got = open(fin).read() if os.path.exists(fin) else ""
+        check(r.returncode == 0 and got == drop_m(drop_m(real, 1536), 3072),
+              f"refresh_configs.sh: 192 added, 1536 and 3072 not, 2048 replaced ({r.returncode}: {r.stdout[-600:]} {r.stderr[-300:]})")
+        check("replace  2048 x  1024 x  1024" in r.stdout and "KEEP" in r.stdout, "refresh_configs.sh logs its verdicts")
+        # Nothing to add won (192 ties too), the replacement did: the file gets the replacement alone
+        # (configs_add_m.py without --add would add every M the export has).
+        env["FAKE_FACTORS"] = json.dumps(dict(factors, **{"160,1024,1024": 1.0, "192,1024,1024": 1.0}))
+        r = subprocess.run(["bash", os.path.abspath(os.path.join(ROOT, "scripts", "refresh_configs.sh"))], cwd=rc_dir, env=env,
+                           capture_output=True, text=True)
+        got = open(fin).read() if os.path.exists(fin) else ""
+        check(r.returncode == 0 and got == drop_m(drop_m(drop_m(real, 192), 1536), 3072),
+              f"refresh_configs.sh: a replacement alone adds nothing ({r.returncode}: {r.stdout[-600:]} {r.stderr[-300:]})")
+        env["FILL"] = os.path.join(rc_dir, "missing.yaml")
+        r = subprocess.run(["bash", os.path.abspath(os.path.join(ROOT, "scripts", "refresh_configs.sh"))], cwd=rc_dir, env=env,
+                           capture_output=True, text=True)
+        check(r.returncode == 2 and "FILL: no file" in r.stderr, f"refresh_configs.sh: a missing FILL refused ({r.stderr.strip()})")
+    else:
+        check(False, f"{name} has the M this check takes out: {have}")
 
     menu = os.path.join(ROOT, "scripts", "menu_space.py")
     r = run(menu, os.path.join(ROOT, "configs"), os.path.join(ROOT, "search_spaces", "menu_extra.json"))
