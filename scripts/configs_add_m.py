@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""configs_add_m.py COMMITTED.json NEWER.json [--add M,M...] [--replace M,M...] > MERGED.json: the per-M entries
-(`per_M`, `M_LEQ_<m>`) that a newer export of the same (device, tag, N, K) has for M the committed
-file lacks (with --add, only those M, none for --add "": the ones that won when measured), added to the committed file; every entry the committed file has stays as it is, its
+"""configs_add_m.py COMMITTED.json NEWER.json [--add M,M...] [--replace M,M...] > MERGED.json: the
+per-M entries (`per_M`, `M_LEQ_<m>`) that a newer export of the same (device, tag, N, K) has for M
+the committed file lacks (with --add, only those M, none for --add "": the ones that won when
+measured), added to the committed file; every entry the committed file has stays as it is, its
 buckets too, except `any` (the winner at the largest tuned M, used above it), which follows an added
 M above the largest. With --replace, the entries at those M (which both files must have) are the
 newer file's too: for entries tuned again whose new config won when measured through the runtime
@@ -153,10 +154,9 @@ def main(argv):
             files.append(a)
     if len(files) != 2:
         sys.exit(__doc__.split("\n\n")[0])
-    argv = [argv[0]] + files
-    with open(argv[1]) as f:
+    with open(files[0]) as f:
         old_text = f.read()
-    with open(argv[2]) as f:
+    with open(files[1]) as f:
         new_text = f.read()
     text, added = merge(old_text, new_text, replace, only)
     # What the text must say: the committed file with the added per-M entries (and copies), and
@@ -173,7 +173,7 @@ def main(argv):
     if got != want:
         sys.exit("configs_add_m.py: the merged text does not say what it should (an unexpected layout?)")
     sys.stdout.write(text)
-    print(f"{argv[1]}: added M {', '.join(map(str, added)) or 'none'}"
+    print(f"{files[0]}: added M {', '.join(map(str, added)) or 'none'}"
           + (f", replaced M {', '.join(map(str, replace))}" if replace else ""), file=sys.stderr)
 
 

@@ -37,7 +37,7 @@ R, T, FILL = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 d = json.load(open('%s/w0.json' % R))
 weak = sorted(((s['ratio'], s['m'], s['n'], s['k']) for s in d['shapes'] if s.get('ratio') and s['ratio'] >= T), reverse=True)[:24]
 print('weak', len(weak), ' '.join('%dx%dx%d %.3f' % (m, n, k, r) for r, m, n, k in weak))
-tune = collections.defaultdict(set); plan = collections.defaultdict(lambda: {'add': set(), 'replace': set()})
+tune = collections.defaultdict(set); plan = collections.defaultdict(lambda: {'add': set(), 'replace': set(), 'points': {}})
 for r, m, n, k in weak: tune[(n, k)].add(m); plan[(n, k)]['replace'].add(m)
 check = collections.defaultdict(set)
 for line in open(FILL):
@@ -47,14 +47,16 @@ for line in open(FILL):
     have = sorted(int(x.split('_')[-1]) for x in f['per_M'])
     for m in map(int, ms.split(',')):
         below = [h for h in have if h < m]; p = below[-1] if below else 0
-        tune[(n, k)].add(m); plan[(n, k)]['add'].add(m)
-        check[(n, k)].update({m, (p + m) // 2})
+        pts = sorted({m, (p + m) // 2})  # its own M and halfway down: where the entry will answer
+        tune[(n, k)].add(m); plan[(n, k)]['add'].add(m); plan[(n, k)]['points'][str(m)] = pts
+        check[(n, k)].update(pts)
 with open('%s/tune.yaml' % R, 'w') as fh:
     for (n, k), ms in sorted(tune.items()): fh.write('- {N: %d, K: %d, M: [%s]}\n' % (n, k, ', '.join(map(str, sorted(ms)))))
 with open('%s/check.yaml' % R, 'w') if check else open(os.devnull, 'w') as fh:  # no file: nothing added
     fh.write('shapes:\n')
     for (n, k), ms in sorted(check.items()): fh.write('  - {name: check/%d-%d, N: %d, K: %d, M: [%s]}\n' % (n, k, n, k, ', '.join(map(str, sorted(ms)))))
-json.dump({'%d,%d' % nk: {a: sorted(v) for a, v in p.items()} for nk, p in plan.items()}, open('%s/plan.json' % R, 'w'))
+json.dump({'%d,%d' % nk: {'add': sorted(p['add']), 'replace': sorted(p['replace']), 'points': p['points']} for nk, p in plan.items()},
+          open('%s/plan.json' % R, 'w'))
 print('tune', sum(len(v) for v in tune.values()), 'shapes;', 'check', sum(len(v) for v in check.values()), 'shapes')
 PY
 [ -f $R/plan.json ] || die "no plan (the log above says why)"
@@ -89,14 +91,12 @@ os.makedirs(R + '/fin', exist_ok=True)
 for nk, p in json.load(open('%s/plan.json' % R)).items():
     n, kk = map(int, nk.split(','))
     f = 'sm90-GEMM-A8W8_BLOCKSCALE-N=%d-K=%d.json' % (n, kk)
-    have = sorted(int(x.split('_')[-1]) for x in json.load(open('configs/' + f))['per_M'])
     rep = [m for m in p['replace'] if all((m, n, kk) in k[r] and k[r][(m, n, kk)] < 0.99 * c[r][(m, n, kk)] for r in (1, 2))]
     for m in p['replace']:
         print('replace %5d x %5d x %5d: %s  %s' % (m, n, kk, ' '.join('%.2f->%.2f' % (c[r].get((m, n, kk), 0), k[r].get((m, n, kk), 0)) for r in (1, 2)), 'KEEP' if m in rep else ''))
     add = []
     for m in p['add']:
-        below = [h for h in have if h < m]; q = below[-1] if below else 0
-        pts = sorted({m, (q + m) // 2})
+        pts = p['points'][str(m)]  # the plan's check points for this entry
         ok = all(all((x, n, kk) in k[r] for x in pts) for r in (1, 2))
         g = {r: math.exp(sum(math.log(k[r][(x, n, kk)] / c[r][(x, n, kk)]) for x in pts) / len(pts)) if ok else 9 for r in (1, 2)}
         worst = max(k[r][(x, n, kk)] / c[r][(x, n, kk)] for r in (1, 2) for x in pts) if ok else 9
