@@ -12,15 +12,21 @@
 # every 64 rows, so there the halfway point runs the same config either way and the entry's own M decides).
 # Kept: a re-tuned entry faster at its M in both rounds (by 1% or more); an added entry whose two M run faster in both
 # rounds (geomean under 0.99) with neither more than 3% slower. The files with a kept entry land in $OUT/f/fin.
+# Optional: RETUNE (the format of FILL) names entries the files have, tuned again and judged as SET's weak ones, at their
+# M (on the check set); SPACE is the space tuned (default the shipped one: another, e.g. with a constraint relaxed, tries
+# candidates the shipped space leaves out); DB is a DB already tuned with every shape of the plan (no tune then).
 # Each compare checks every output against the reference; times are the runtime's, as a user's calls run.
 set -u
-T=${THRESH:-0.90}; SET=${SET:-b}; FILL=${FILL:-}
+T=${THRESH:-0.90}; SET=${SET:-b}; FILL=${FILL:-}; RETUNE=${RETUNE:-}; DB=${DB:-}
 die() { echo "refresh_configs.sh: $*" >&2; [ -f "${R:-}/log" ] && cat $R/log >&2; exit 2; }
 [ -f "$FILL" ] || die "FILL: no file '$FILL' (a list of the M to add, one line a weight: - {N: 1024, K: 3072, M: [1536, 3072]})"
+[ -z "$RETUNE" ] || [ -f "$RETUNE" ] || die "RETUNE: no file '$RETUNE' (a list of the M to tune again, the format of FILL)"
+[ -z "$DB" ] || [ -f "$DB" ] || die "DB: no file '$DB'"
 case $SET in l|s|b) ;; *) die "SET: l, s or b, not '$SET'" ;; esac
 OUT=${OUT:-out}; R=$OUT/f; mkdir -p $R; rm -rf $R/plan.json $R/check.yaml $R/log $R/fin  # nothing of an earlier run decides this one
 A=${AUTOTUNE:-build/autotune}; export AUTOTUNE_PROGRESS=none
-S=search_spaces/a8w8_blockscale.yaml; L=search_spaces/llama3_8b.yaml
+S=search_spaces/a8w8_blockscale.yaml; L=search_spaces/llama3_8b.yaml; SPACE=${SPACE:-$S}
+[ -f "$SPACE" ] || die "SPACE: no file '$SPACE'"
 cmp_set() {  # NAME CONFIGS SET -> $R/NAME.json
   case $3 in
     l) timeout 150 $A compare $L --configs $2 --json $R/$1.json > $R/$1.log 2>&1 ;;
@@ -31,21 +37,27 @@ cmp_set() {  # NAME CONFIGS SET -> $R/NAME.json
   echo "$1 $? at $SECONDS s: $(grep -h -A1 geomean $R/$1.log | tr '\n' ' ')" >> $R/log
 }
 cmp_set w0 configs $SET
-python3 - $R $T $FILL <<'PY' >> $R/log
+python3 - $R $T "$FILL" "$RETUNE" <<'PY' >> $R/log
 import json, os, re, sys, collections
-R, T, FILL = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+R, T, FILL, RETUNE = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 d = json.load(open('%s/w0.json' % R))
 weak = sorted(((s['ratio'], s['m'], s['n'], s['k']) for s in d['shapes'] if s.get('ratio') and s['ratio'] >= T), reverse=True)[:24]
 print('weak', len(weak), ' '.join('%dx%dx%d %.3f' % (m, n, k, r) for r, m, n, k in weak))
 tune = collections.defaultdict(set); plan = collections.defaultdict(lambda: {'add': set(), 'replace': set(), 'points': {}})
 for r, m, n, k in weak: tune[(n, k)].add(m); plan[(n, k)]['replace'].add(m)
 check = collections.defaultdict(set)
-for line in open(FILL):
-    n, k, ms = re.search(r'N: (\d+), K: (\d+), M: \[([^\]]*)\]', line).groups()
-    n, k = int(n), int(k)
-    f = json.load(open('configs/sm90-GEMM-A8W8_BLOCKSCALE-N=%d-K=%d.json' % (n, k)))
-    have = sorted(int(x.split('_')[-1]) for x in f['per_M'])
-    for m in map(int, ms.split(',')):
+def listed(path):  # (N, K, the file's tuned M, [M]) per line of a FILL or RETUNE file
+    for line in open(path) if path else []:
+        n, k, ms = re.search(r'N: (\d+), K: (\d+), M: \[([^\]]*)\]', line).groups()
+        n, k = int(n), int(k)
+        f = json.load(open('configs/sm90-GEMM-A8W8_BLOCKSCALE-N=%d-K=%d.json' % (n, k)))
+        yield n, k, sorted(int(x.split('_')[-1]) for x in f['per_M']), list(map(int, ms.split(',')))
+for n, k, have, ms in listed(RETUNE):
+    for m in ms:
+        if m not in have: sys.exit('RETUNE: %d x %d has no entry at M = %d (FILL adds one)' % (n, k, m))
+        tune[(n, k)].add(m); plan[(n, k)]['replace'].add(m); check[(n, k)].add(m)
+for n, k, have, ms in listed(FILL):
+    for m in ms:
         below = [h for h in have if h < m]; p = below[-1] if below else 0
         pts = sorted({m, (p + m) // 2})  # its own M and halfway down: where the entry will answer
         tune[(n, k)].add(m); plan[(n, k)]['add'].add(m); plan[(n, k)]['points'][str(m)] = pts
@@ -60,10 +72,12 @@ json.dump({'%d,%d' % nk: {'add': sorted(p['add']), 'replace': sorted(p['replace'
 print('tune', sum(len(v) for v in tune.values()), 'shapes;', 'check', sum(len(v) for v in check.values()), 'shapes')
 PY
 [ -f $R/plan.json ] || die "no plan (the log above says why)"
-rm -f $R/fresh.db
-timeout 330 $A $S --shapes $R/tune.yaml --db $R/fresh.db > $R/tune.log 2>&1; rc=$?; echo "tune rc $rc at $SECONDS s" >> $R/log; tail -4 $R/tune.log >> $R/log
-[ $rc = 0 ] || die "the tune failed: $R/tune.log"
-rm -rf $R/newer $R/candidates; mkdir -p $R/newer; $A export --db $R/fresh.db --out $R/newer > $R/export.log 2>&1; cp -r configs $R/candidates
+if [ -z "$DB" ]; then
+  DB=$R/fresh.db; rm -f $DB
+  timeout 330 $A $SPACE --shapes $R/tune.yaml --db $DB > $R/tune.log 2>&1; rc=$?; echo "tune rc $rc at $SECONDS s" >> $R/log; tail -4 $R/tune.log >> $R/log
+  [ $rc = 0 ] || die "the tune failed: $R/tune.log"
+fi
+rm -rf $R/newer $R/candidates; mkdir -p $R/newer; $A export --db $DB --out $R/newer > $R/export.log 2>&1; cp -r configs $R/candidates
 python3 - $R <<'PY' >> $R/log
 import json, os, subprocess, sys
 R = sys.argv[1]

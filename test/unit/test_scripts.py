@@ -13,8 +13,9 @@
   test, export the committed file): a re-tuned entry faster in both rounds replaces the committed
   one; of the entries to add, only the one faster at its M and halfway down goes in, not one a
   check point runs 5% slower, nor one that ties; the kept file is the committed text with those
-  entries, byte for byte, and a replacement alone adds nothing; a FILL that is missing stops it
-  with exit 2.
+  entries, byte for byte, and a replacement alone adds nothing; an entry named by RETUNE is tuned
+  in the SPACE named and replaced, though the set does not call it weak, and one at an M the file
+  lacks is refused; a FILL that is missing stops it with exit 2.
 - scripts/menu_space.py: from the committed files, every config once; those that hold their scales
   in shared memory (SCALE_KB) in variants of their own whose SCALE_KB follows K, the others without
   it; a parameter a file leaves out takes the op's value for it."""
@@ -145,7 +146,8 @@ with tempfile.TemporaryDirectory() as tmp:
     # rounds), `export` with the real file, and a tune with nothing.
     rc_dir = os.path.join(tmp, "rc")
     os.makedirs(os.path.join(rc_dir, "configs"))
-    os.symlink(os.path.abspath(os.path.join(ROOT, "scripts")), os.path.join(rc_dir, "scripts"))
+    for d in ("scripts", "search_spaces"):
+        os.symlink(os.path.abspath(os.path.join(ROOT, d)), os.path.join(rc_dir, d))
     name = "sm90-GEMM-A8W8_BLOCKSCALE-N=1024-K=1024.json"
     real = open(os.path.join(ROOT, "configs", name)).read()
     have = [int(k[len("M_LEQ_"):]) for k in json.loads(real)["per_M"]]
@@ -181,6 +183,7 @@ elif a[0] == 'export':
     shutil.copytree(os.environ['FAKE_EXPORT'], opt('--out'), dirs_exist_ok=True)
 else:
     open(opt('--db'), 'w').close()
+    open(os.environ['FAKE_TUNED'], 'w').write(a[0])  # the space tuned
     print('results: ok 1')
 """)
         os.chmod(fake, 0o755)
@@ -191,8 +194,9 @@ else:
         # at 1280: dropped; 3072 (2816, 3072) the same: dropped; 2048 re-tuned 3% faster: replaced.
         factors = {"160,1024,1024": 0.95, "192,1024,1024": 0.95, "1536,1024,1024": 0.95, "1280,1024,1024": 1.05,
                    "2048,1024,1024": 0.97}
+        tuned = os.path.join(rc_dir, "tuned")
         env = dict(os.environ, SET="s", THRESH="0.90", FILL=fill, OUT=os.path.join(rc_dir, "out"), AUTOTUNE=fake,
-                   FAKE_FACTORS=json.dumps(factors), FAKE_EXPORT=os.path.join(rc_dir, "export"))
+                   FAKE_FACTORS=json.dumps(factors), FAKE_EXPORT=os.path.join(rc_dir, "export"), FAKE_TUNED=tuned)
         r = subprocess.run(["bash", os.path.abspath(os.path.join(ROOT, "scripts", "refresh_configs.sh"))], cwd=rc_dir, env=env,
                            capture_output=True, text=True)
         fin = os.path.join(rc_dir, "out", "f", "fin", name)
@@ -208,7 +212,26 @@ else:
         got = open(fin).read() if os.path.exists(fin) else ""
         check(r.returncode == 0 and got == drop_m(drop_m(drop_m(real, 192), 1536), 3072),
               f"refresh_configs.sh: a replacement alone adds nothing ({r.returncode}: {r.stdout[-600:]} {r.stderr[-300:]})")
-        env["FILL"] = os.path.join(rc_dir, "missing.yaml")
+        # RETUNE: an entry tuned again though the set does not call it weak (THRESH above every ratio),
+        # in the SPACE named; nothing to add.
+        empty, retune = os.path.join(rc_dir, "empty.yaml"), os.path.join(rc_dir, "retune.yaml")
+        open(empty, "w").close()
+        with open(retune, "w") as fh:
+            fh.write("- {N: 1024, K: 1024, M: [2048]}\n")
+        os.remove(tuned)
+        env.update(THRESH="9", FILL=empty, RETUNE=retune, SPACE="search_spaces/llama3_8b.yaml")
+        r = subprocess.run(["bash", os.path.abspath(os.path.join(ROOT, "scripts", "refresh_configs.sh"))], cwd=rc_dir, env=env,
+                           capture_output=True, text=True)
+        got = open(fin).read() if os.path.exists(fin) else ""
+        check(r.returncode == 0 and got == drop_m(drop_m(drop_m(real, 192), 1536), 3072) and
+              os.path.exists(tuned) and open(tuned).read() == "search_spaces/llama3_8b.yaml",
+              f"refresh_configs.sh: RETUNE's entry replaced, tuned in SPACE ({r.returncode}: {r.stdout[-600:]} {r.stderr[-300:]})")
+        with open(retune, "w") as fh:
+            fh.write("- {N: 1024, K: 1024, M: [2000]}\n")
+        r = subprocess.run(["bash", os.path.abspath(os.path.join(ROOT, "scripts", "refresh_configs.sh"))], cwd=rc_dir, env=env,
+                           capture_output=True, text=True)
+        check(r.returncode == 2 and "no entry at M = 2000" in r.stderr, f"refresh_configs.sh: RETUNE of an M the file lacks refused ({r.stderr.strip()[-300:]})")
+        env.update(RETUNE="", SPACE="", FILL=os.path.join(rc_dir, "missing.yaml"))
         r = subprocess.run(["bash", os.path.abspath(os.path.join(ROOT, "scripts", "refresh_configs.sh"))], cwd=rc_dir, env=env,
                            capture_output=True, text=True)
         check(r.returncode == 2 and "FILL: no file" in r.stderr, f"refresh_configs.sh: a missing FILL refused ({r.stderr.strip()})")
