@@ -14,8 +14,9 @@
   one; of the entries to add, only the one faster at its M and halfway down goes in, not one a
   check point runs 5% slower, nor one that ties; the kept file is the committed text with those
   entries, byte for byte, and a replacement alone adds nothing; an entry named by RETUNE is tuned
-  in the SPACE named and replaced, though the set does not call it weak, and one at an M the file
-  lacks is refused; a FILL that is missing stops it with exit 2.
+  in the SPACE named and replaced, though the set does not call it weak (with DB, that DB exported
+  and nothing tuned), and one at an M the file lacks is refused; a FILL that is missing stops it
+  with exit 2.
 - scripts/menu_space.py: from the committed files, every config once; those that hold their scales
   in shared memory (SCALE_KB) in variants of their own whose SCALE_KB follows K, the others without
   it; a parameter a file leaves out takes the op's value for it."""
@@ -195,10 +196,11 @@ else:
         factors = {"160,1024,1024": 0.95, "192,1024,1024": 0.95, "1536,1024,1024": 0.95, "1280,1024,1024": 1.05,
                    "2048,1024,1024": 0.97}
         tuned = os.path.join(rc_dir, "tuned")
+        refresh = lambda env: subprocess.run(["bash", os.path.abspath(os.path.join(ROOT, "scripts", "refresh_configs.sh"))],
+                                             cwd=rc_dir, env=env, capture_output=True, text=True)
         env = dict(os.environ, SET="s", THRESH="0.90", FILL=fill, OUT=os.path.join(rc_dir, "out"), AUTOTUNE=fake,
                    FAKE_FACTORS=json.dumps(factors), FAKE_EXPORT=os.path.join(rc_dir, "export"), FAKE_TUNED=tuned)
-        r = subprocess.run(["bash", os.path.abspath(os.path.join(ROOT, "scripts", "refresh_configs.sh"))], cwd=rc_dir, env=env,
-                           capture_output=True, text=True)
+        r = refresh(env)
         fin = os.path.join(rc_dir, "out", "f", "fin", name)
         got = open(fin).read() if os.path.exists(fin) else ""
         check(r.returncode == 0 and got == drop_m(drop_m(real, 1536), 3072),
@@ -207,8 +209,7 @@ else:
         # Nothing to add won (192 ties too), the replacement did: the file gets the replacement alone
         # (configs_add_m.py without --add would add every M the export has).
         env["FAKE_FACTORS"] = json.dumps(dict(factors, **{"160,1024,1024": 1.0, "192,1024,1024": 1.0}))
-        r = subprocess.run(["bash", os.path.abspath(os.path.join(ROOT, "scripts", "refresh_configs.sh"))], cwd=rc_dir, env=env,
-                           capture_output=True, text=True)
+        r = refresh(env)
         got = open(fin).read() if os.path.exists(fin) else ""
         check(r.returncode == 0 and got == drop_m(drop_m(drop_m(real, 192), 1536), 3072),
               f"refresh_configs.sh: a replacement alone adds nothing ({r.returncode}: {r.stdout[-600:]} {r.stderr[-300:]})")
@@ -220,20 +221,25 @@ else:
             fh.write("- {N: 1024, K: 1024, M: [2048]}\n")
         os.remove(tuned)
         env.update(THRESH="9", FILL=empty, RETUNE=retune, SPACE="search_spaces/llama3_8b.yaml")
-        r = subprocess.run(["bash", os.path.abspath(os.path.join(ROOT, "scripts", "refresh_configs.sh"))], cwd=rc_dir, env=env,
-                           capture_output=True, text=True)
+        r = refresh(env)
         got = open(fin).read() if os.path.exists(fin) else ""
         check(r.returncode == 0 and got == drop_m(drop_m(drop_m(real, 192), 1536), 3072) and
               os.path.exists(tuned) and open(tuned).read() == "search_spaces/llama3_8b.yaml",
               f"refresh_configs.sh: RETUNE's entry replaced, tuned in SPACE ({r.returncode}: {r.stdout[-600:]} {r.stderr[-300:]})")
+        # DB: a DB already tuned is exported, and nothing is tuned.
+        os.remove(tuned)
+        db = os.path.join(rc_dir, "tuned.db")
+        open(db, "w").close()
+        r = refresh(dict(env, DB=db))
+        got = open(fin).read() if os.path.exists(fin) else ""
+        check(r.returncode == 0 and got == drop_m(drop_m(drop_m(real, 192), 1536), 3072) and not os.path.exists(tuned),
+              f"refresh_configs.sh: DB exported, no tune ({r.returncode}: {r.stdout[-600:]} {r.stderr[-300:]})")
         with open(retune, "w") as fh:
             fh.write("- {N: 1024, K: 1024, M: [2000]}\n")
-        r = subprocess.run(["bash", os.path.abspath(os.path.join(ROOT, "scripts", "refresh_configs.sh"))], cwd=rc_dir, env=env,
-                           capture_output=True, text=True)
+        r = refresh(env)
         check(r.returncode == 2 and "no entry at M = 2000" in r.stderr, f"refresh_configs.sh: RETUNE of an M the file lacks refused ({r.stderr.strip()[-300:]})")
         env.update(RETUNE="", SPACE="", FILL=os.path.join(rc_dir, "missing.yaml"))
-        r = subprocess.run(["bash", os.path.abspath(os.path.join(ROOT, "scripts", "refresh_configs.sh"))], cwd=rc_dir, env=env,
-                           capture_output=True, text=True)
+        r = refresh(env)
         check(r.returncode == 2 and "FILL: no file" in r.stderr, f"refresh_configs.sh: a missing FILL refused ({r.stderr.strip()})")
     else:
         check(False, f"{name} has the M this check takes out: {have}")
