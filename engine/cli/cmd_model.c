@@ -15,7 +15,8 @@
 #include "commands.h"
 
 static const char *USAGE =
-    "usage: autotune model [--db PATH] [--out DIR] [--device-name arch|product] [--tag TAG] [--min-share PCT]\n\n"
+    "usage: autotune model [--db PATH] [--out DIR] [--device-name arch|product] [--tag TAG] [--min-share PCT]\n"
+    "                      [--cv [--worst N]]\n\n"
     "Fits the time model of every (device, op, tag) of a menu run's DB and writes\n"
     "DIR/<device>-GEMM-<TAG>-model.json: per config, five coefficients of its time against the\n"
     "geometry of its launch, and its residuals on the fit's shapes, which correct a prediction near\n"
@@ -25,7 +26,11 @@ static const char *USAGE =
     "  --device-name KIND   arch: sm90 (default); product: NVIDIA_H100_80GB_HBM3\n"
     "  --tag TAG            this tag only\n"
     "  --min-share PCT      a config enters the model when measured on PCT% of the shapes it can run on\n"
-    "                       (default 90; a SCALE_KB config: those whose scales its slots hold)\n";
+    "                       (default 90; a SCALE_KB config: those whose scales its slots hold)\n"
+    "  --cv                 write nothing: fit once per (N, K) of the DB with that (N, K) left out, pick\n"
+    "                       for its shapes as the runtime does, and print the picks' time against the\n"
+    "                       fastest measured (geomean, shapes above 1.10x, the worst shapes)\n"
+    "  --worst N            with --cv, how many of the worst shapes to list (default 10)\n";
 
 static int write_model(const at_time_model *tm, const char *dir, const char *device) {
   char name[512];
@@ -41,15 +46,32 @@ static int write_model(const at_time_model *tm, const char *dir, const char *dev
   return rc;
 }
 
+/* --cv: the model's picks with each (N, K) left out of its fit (core/timemodel_fit.h). */
+static int print_cv(at_store *db, const at_device_entry *dev, const char *device, const char *op, const char *tag,
+                    int share, int worst) {
+  at_tm_cv_stats cv;
+  AT_TRY(at_tm_cv_db(db, dev, op, tag, share, &cv));
+  printf("%s %s/%s: each of %d (N, K) left out of the fit in turn, the runtime's pick for its shapes costs %.3fx "
+         "the best time measured (geomean over %d shapes), %d above 1.10x; %d picks not measured\n",
+         device, op, tag, cv.folds, cv.regret, cv.nshapes, cv.above_110, cv.unmeasured);
+  for (int s = 0; s < cv.nshapes && s < worst; s++)
+    printf("  %.3fx at %lld x %lld x %lld\n", cv.shape[s].regret, (long long)cv.shape[s].m, (long long)cv.shape[s].n,
+           (long long)cv.shape[s].k);
+  free(cv.shape);
+  return AT_OK;
+}
+
 int cmd_model(int argc, char **argv) {
   static const struct option LONG[] = {{"db", required_argument, 0, 'd'},          {"out", required_argument, 0, 'o'},
                                        {"device-name", required_argument, 0, 'n'}, {"tag", required_argument, 0, 't'},
-                                       {"min-share", required_argument, 0, 's'},   {"help", no_argument, 0, 'h'},
+                                       {"min-share", required_argument, 0, 's'},   {"cv", no_argument, 0, 'c'},
+                                       {"worst", required_argument, 0, 'w'},       {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   const char *env_db = getenv("AUTOTUNE_DB");
   const char *db_path = env_db && *env_db ? env_db : "tuned/autotune.db", *out = "configs", *tag = NULL;
   int product = 0;
-  int64_t share = 90;
+  int64_t share = 90, worst = 10;
+  int cv = 0;
   optind = 1;
   opterr = 0;
   for (int ch; (ch = getopt_long(argc, argv, ":h", LONG, NULL)) != -1;) {
@@ -61,6 +83,11 @@ int cmd_model(int argc, char **argv) {
       if (at_parse_i64(optarg, &share) || share < 1 || share > 100)
         return at_fail(AT_ERR_INPUT, "model: --min-share must be a percentage from 1 to 100, not '%s'", optarg);
       break;
+    case 'c': cv = 1; break;
+    case 'w':
+      if (at_parse_i64(optarg, &worst) || worst < 0 || worst > 100000)
+        return at_fail(AT_ERR_INPUT, "model: --worst must be a count from 0 to 100000, not '%s'", optarg);
+      break;
     case 'n': AT_TRY(at_device_name_kind(optarg, "model", &product)); break;
     case 'h': fputs(USAGE, stdout); return AT_OK;
     case ':': return at_fail(AT_ERR_INPUT, "model: option %s needs a value (see --help)", argv[optind - 1]);
@@ -71,7 +98,7 @@ int cmd_model(int argc, char **argv) {
   if (!at_file_exists(db_path)) return at_fail(AT_ERR_INPUT, "model: --db: no DB at %s", db_path);
   at_store *db;
   AT_TRY(at_store_open_readonly(db_path, &db));
-  int rc = at_mkdirs(out), written = 0;
+  int rc = cv ? AT_OK : at_mkdirs(out), written = 0;
   at_device_entry *devs = NULL;
   size_t ndev = 0;
   if (rc == AT_OK) rc = at_store_devices(db, &devs, &ndev);
@@ -87,6 +114,11 @@ int cmd_model(int argc, char **argv) {
       if ((tag && strcmp(tag, nks[i].tag) != 0) ||
           (i > 0 && strcmp(nks[i - 1].tag, nks[i].tag) == 0 && strcmp(nks[i - 1].op, nks[i].op) == 0))
         continue;
+      if (cv) {
+        rc = print_cv(db, &devs[d], device, nks[i].op, nks[i].tag, (int)share, (int)worst);
+        written += rc == AT_OK;
+        continue;
+      }
       at_time_model tm;
       at_tm_fit_stats st;
       rc = at_tm_fit_db(db, &devs[d], nks[i].op, nks[i].tag, (int)share, &tm, &st);

@@ -104,23 +104,23 @@ static void regret(const at_time_model *tm, const row *rows, size_t nrows, const
   free(best), free(picked), free(pick), free(any);
 }
 
-int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const char *tag, int min_share,
-                 at_time_model *out, at_tm_fit_stats *st) {
-  memset(out, 0, sizeof *out);
-  memset(st, 0, sizeof *st);
-  int sm_count = 0;
-  AT_TRY(at_store_device_sm_count(db, dev->id, &sm_count));
-  if (sm_count < 1) return at_fail(AT_ERR_INPUT, "model: the DB does not record the SM count of %s", dev->name);
+/* The rows of a fit: every checked result, grouped by config (sorted by candidate). */
+typedef struct fit_rows {
   row *rows;
   size_t nrows;
-  int nshapes;
-  int rc = load_rows(db, dev, op, tag, &rows, &nrows, &nshapes);
-  if (rc) return free(rows), rc;
-  st->shapes = nshapes;
-  qsort(rows, nrows, sizeof *rows, cmp_cand);
-  const at_op *opd = at_op_find(op);
-  rc = group_shape_param(db, opd, rows, nrows);
-  if (rc) return free(rows), rc;
+  int nshapes, sm_count;
+} fit_rows;
+
+/* The model of the rows (sorted by candidate, shapes numbered 0..nshapes-1), and cand_of: the
+ * candidate each of its configs stands for (malloc'd). */
+static int fit_rows_model(at_store *db, const at_op *opd, const char *op, const char *tag, const at_device_entry *dev,
+                          const fit_rows *fr, int min_share, at_time_model *out, at_tm_fit_stats *st, int64_t **cand_of_out) {
+  const row *rows = fr->rows;
+  const size_t nrows = fr->nrows;
+  const int nshapes = fr->nshapes, sm_count = fr->sm_count;
+  int rc = AT_OK;
+  memset(out, 0, sizeof *out);
+  *cand_of_out = NULL;
   /* Each shape's (M, N, K), for the shares of configs that only some shapes can hold. */
   int64_t(*shp)[3] = at_xcalloc(nshapes ? (size_t)nshapes : 1, sizeof *shp);
   for (size_t r = 0; r < nrows; r++)
@@ -204,8 +204,112 @@ int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const
   if (rc == AT_OK && out->nconfigs == 0)
     rc = at_fail(AT_ERR_INPUT, "model: no config of %s/%s was measured on %d%% of the %d shapes it can run on (and 10 at least); fit from a menu run",
                  op, tag, min_share, nshapes);
-  if (rc == AT_OK) regret(out, rows, nrows, cand_of, nshapes, sm_count, st);
-  free(x), free(t), free(rows), free(cand_of), free(shp);
-  if (rc) at_tm_free(out);
+  free(x), free(t), free(shp);
+  if (rc) at_tm_free(out), free(cand_of), cand_of = NULL;
+  *cand_of_out = cand_of;
+  return rc;
+}
+
+/* Every checked result of (op, tag) on dev, grouped by config, into fr. */
+static int read_fit_rows(at_store *db, const at_device_entry *dev, const char *op, const char *tag, fit_rows *fr) {
+  memset(fr, 0, sizeof *fr);
+  AT_TRY(at_store_device_sm_count(db, dev->id, &fr->sm_count));
+  if (fr->sm_count < 1) return at_fail(AT_ERR_INPUT, "model: the DB does not record the SM count of %s", dev->name);
+  int rc = load_rows(db, dev, op, tag, &fr->rows, &fr->nrows, &fr->nshapes);
+  if (rc == AT_OK) {
+    qsort(fr->rows, fr->nrows, sizeof *fr->rows, cmp_cand);
+    rc = group_shape_param(db, at_op_find(op), fr->rows, fr->nrows);
+  }
+  if (rc) free(fr->rows), fr->rows = NULL;
+  return rc;
+}
+
+int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const char *tag, int min_share,
+                 at_time_model *out, at_tm_fit_stats *st) {
+  memset(out, 0, sizeof *out);
+  memset(st, 0, sizeof *st);
+  fit_rows fr;
+  AT_TRY(read_fit_rows(db, dev, op, tag, &fr));
+  st->shapes = fr.nshapes;
+  int64_t *cand_of = NULL;
+  int rc = fit_rows_model(db, at_op_find(op), op, tag, dev, &fr, min_share, out, st, &cand_of);
+  if (rc == AT_OK) regret(out, fr.rows, fr.nrows, cand_of, fr.nshapes, fr.sm_count, st);
+  free(fr.rows), free(cand_of);
+  return rc;
+}
+
+/* Leave one (N, K) out: the rows of the other (N, K), their shapes numbered again in the same
+ * order (renum: scratch of all->nshapes). */
+static void rows_without(const fit_rows *all, int64_t n, int64_t k, int *renum, fit_rows *out) {
+  *out = (fit_rows){at_xcalloc(all->nrows ? all->nrows : 1, sizeof *out->rows), 0, 0, all->sm_count};
+  for (int s = 0; s < all->nshapes; s++) renum[s] = -1;
+  for (size_t r = 0; r < all->nrows; r++)
+    if (all->rows[r].n != n || all->rows[r].k != k) out->rows[out->nrows++] = all->rows[r], renum[all->rows[r].shape] = 0;
+  for (int s = 0; s < all->nshapes; s++)
+    if (renum[s] == 0) renum[s] = out->nshapes++;
+  for (size_t r = 0; r < out->nrows; r++) out->rows[r].shape = renum[out->rows[r].shape];
+}
+
+static int cmp_worst(const void *a, const void *b) {
+  const at_tm_cv_shape *x = a, *y = b;
+  return (x->regret < y->regret) - (x->regret > y->regret);
+}
+
+int at_tm_cv_db(at_store *db, const at_device_entry *dev, const char *op, const char *tag, int min_share,
+                at_tm_cv_stats *cv) {
+  memset(cv, 0, sizeof *cv);
+  fit_rows fr;
+  AT_TRY(read_fit_rows(db, dev, op, tag, &fr));
+  const at_op *opd = at_op_find(op);
+  int rc = AT_OK, *renum = at_xcalloc(fr.nshapes ? (size_t)fr.nshapes : 1, sizeof *renum);
+  /* Each shape's best time and a row of it (for its M, N, K). */
+  double *best = at_xcalloc(fr.nshapes ? (size_t)fr.nshapes : 1, sizeof *best);
+  const row **any = at_xcalloc(fr.nshapes ? (size_t)fr.nshapes : 1, sizeof *any);
+  char *done = at_xcalloc(fr.nshapes ? (size_t)fr.nshapes : 1, 1); /* shapes whose (N, K) was left out already */
+  for (size_t r = 0; r < fr.nrows; r++) {
+    const row *x = &fr.rows[r];
+    if (!any[x->shape]) any[x->shape] = x;
+    if (best[x->shape] == 0 || x->t < best[x->shape]) best[x->shape] = x->t;
+  }
+  double sum = 0;
+  for (int s0 = 0; s0 < fr.nshapes && rc == AT_OK; s0++) {
+    if (done[s0] || !any[s0]) continue;
+    const int64_t n = any[s0]->n, k = any[s0]->k;
+    fit_rows rest;
+    rows_without(&fr, n, k, renum, &rest);
+    at_time_model tm;
+    at_tm_fit_stats st = {0};
+    int64_t *cand_of = NULL;
+    rc = fit_rows_model(db, opd, op, tag, dev, &rest, min_share, &tm, &st, &cand_of);
+    cv->folds++;
+    for (int s = 0; s < fr.nshapes && rc == AT_OK; s++) {
+      if (!any[s] || any[s]->n != n || any[s]->k != k) continue;
+      done[s] = 1;
+      /* As the runtime picks for an (N, K) with no file (at_tm_best with the op), without the tail
+       * (the times are measured alone). */
+      const int pick = at_tm_best(&tm, opd, 0, any[s]->m, n, k, fr.sm_count);
+      double picked = 0;
+      for (size_t r = 0; r < fr.nrows && pick >= 0; r++)
+        if (fr.rows[r].shape == s && fr.rows[r].cand == cand_of[pick]) picked = fr.rows[r].t;
+      if (!(picked > 0)) {
+        cv->unmeasured++;
+        continue;
+      }
+      const double q = picked / best[s];
+      sum += log(q);
+      if (q > 1.10) cv->above_110++;
+      if (cv->nshapes == cv->cap) cv->shape = at_xrealloc(cv->shape, sizeof *cv->shape * (cv->cap = cv->cap ? 2 * cv->cap : 64));
+      cv->shape[cv->nshapes++] = (at_tm_cv_shape){any[s]->m, n, k, q};
+    }
+    at_tm_free(&tm);
+    free(cand_of), free(rest.rows);
+  }
+  if (rc == AT_OK) {
+    cv->regret = cv->nshapes ? exp(sum / cv->nshapes) : 0;
+    qsort(cv->shape, (size_t)cv->nshapes, sizeof *cv->shape, cmp_worst);
+  } else {
+    free(cv->shape), cv->shape = NULL, cv->nshapes = 0;
+  }
+  free(renum), free(best), free(any), free(done), free(fr.rows);
   return rc;
 }

@@ -26,4 +26,27 @@ typedef struct at_tm_fit_stats {
 int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const char *tag, int min_share,
                  at_time_model *out, at_tm_fit_stats *stats);
 
+/* How the model generalises, from the same DB: each (N, K) in turn left out of the fit (its
+ * results, and its shapes from the residuals' list), the model fitted on the rest picks for its
+ * shapes as the runtime picks for an (N, K) with no file (at_tm_best with the op, without the
+ * tail: the times were measured alone), and the pick's measured time is set against the fastest
+ * measured there. The in-sample figure of at_tm_fit_db fits the coefficients on the very shape it
+ * scores; this one is what a model change should be judged by before the GPU runs it. */
+typedef struct at_tm_cv_shape {
+  int64_t m, n, k;
+  double regret; /* the pick's time / the best time measured */
+} at_tm_cv_shape;
+
+typedef struct at_tm_cv_stats {
+  int folds;            /* (N, K) left out in turn */
+  int unmeasured;       /* shapes where the pick was not measured (not scored) */
+  int above_110;        /* shapes whose pick took more than 1.10x the best */
+  double regret;        /* geomean over the scored shapes */
+  at_tm_cv_shape *shape; /* the scored shapes, worst first (malloc'd) */
+  int nshapes, cap;
+} at_tm_cv_stats;
+
+int at_tm_cv_db(at_store *db, const at_device_entry *dev, const char *op, const char *tag, int min_share,
+                at_tm_cv_stats *cv);
+
 #endif
