@@ -71,7 +71,7 @@ int cmd_model(int argc, char **argv) {
   const char *db_path = env_db && *env_db ? env_db : "tuned/autotune.db", *out = "configs", *tag = NULL;
   int product = 0;
   int64_t share = 90, worst = 10;
-  int cv = 0;
+  int cv = 0, worst_set = 0;
   optind = 1;
   opterr = 0;
   for (int ch; (ch = getopt_long(argc, argv, ":h", LONG, NULL)) != -1;) {
@@ -87,6 +87,7 @@ int cmd_model(int argc, char **argv) {
     case 'w':
       if (at_parse_i64(optarg, &worst) || worst < 0 || worst > 100000)
         return at_fail(AT_ERR_INPUT, "model: --worst must be a count from 0 to 100000, not '%s'", optarg);
+      worst_set = 1;
       break;
     case 'n': AT_TRY(at_device_name_kind(optarg, "model", &product)); break;
     case 'h': fputs(USAGE, stdout); return AT_OK;
@@ -95,6 +96,7 @@ int cmd_model(int argc, char **argv) {
     }
   }
   if (optind != argc) return at_fail(AT_ERR_INPUT, "model: unexpected argument '%s' (see --help)", argv[optind]);
+  if (worst_set && !cv) return at_fail(AT_ERR_INPUT, "model: --worst lists the worst shapes of --cv, which was not given");
   if (!at_file_exists(db_path)) return at_fail(AT_ERR_INPUT, "model: --db: no DB at %s", db_path);
   at_store *db;
   AT_TRY(at_store_open_readonly(db_path, &db));

@@ -1068,6 +1068,8 @@ static void fit_from_db(void) {
     free(text);
   }
   CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--cv", "--worst", "many", (const char *)NULL), 2);
+  CHECK_EQ_INT(run_cli(log, "model", "--db", db, "--out", cv_out, "--worst", "3", (const char *)NULL), 2);
+  CHECK(!at_file_exists(cv_out));
   free(cv_out);
   /* Bad arguments: exit 2. */
   char *missing = at_path_join(TMP, "missing.db");
