@@ -76,34 +76,6 @@ static int group_shape_param(at_store *db, const at_op *op, row *rows, size_t nr
   return rc;
 }
 
-/* The model's pick on each shape against the best time measured there. */
-static void regret(const at_time_model *tm, const row *rows, size_t nrows, const int64_t *cand_of, int nshapes,
-                   int sm_count, at_tm_fit_stats *st) {
-  double *best = at_xcalloc((size_t)nshapes, sizeof *best), *picked = at_xcalloc((size_t)nshapes, sizeof *picked);
-  int *pick = at_xcalloc((size_t)nshapes, sizeof *pick);
-  const row **any = at_xcalloc((size_t)nshapes, sizeof *any);
-  for (size_t r = 0; r < nrows; r++) {
-    const row *x = &rows[r];
-    if (!any[x->shape]) {
-      any[x->shape] = x;
-      /* As measured (alone), and as for an (N, K) outside the fit: no residual of its own. */
-      pick[x->shape] = at_tm_best_unseen(tm, x->m, x->n, x->k, sm_count);
-    }
-    if (best[x->shape] == 0 || x->t < best[x->shape]) best[x->shape] = x->t;
-    if (pick[x->shape] >= 0 && cand_of[pick[x->shape]] == x->cand) picked[x->shape] = x->t;
-  }
-  double sum = 0;
-  int n = 0;
-  for (int s = 0; s < nshapes; s++) {
-    if (!any[s] || !(picked[s] > 0)) continue; /* the pick was not measured there */
-    double q = picked[s] / best[s];
-    sum += log(q), n++;
-    if (q > st->worst_regret) st->worst_regret = q, st->worst_m = any[s]->m, st->worst_n = any[s]->n, st->worst_k = any[s]->k;
-  }
-  st->regret = n ? exp(sum / n) : 0;
-  free(best), free(picked), free(pick), free(any);
-}
-
 /* The rows of a fit: every checked result, grouped by config (sorted by candidate). */
 typedef struct fit_rows {
   row *rows;
@@ -111,10 +83,57 @@ typedef struct fit_rows {
   int nshapes, sm_count;
 } fit_rows;
 
+/* Each shape's best time and a row of it (for its M, N, K; NULL for a shape without rows). */
+static void shape_bests(const fit_rows *fr, double *best, const row **any) {
+  for (size_t r = 0; r < fr->nrows; r++) {
+    const row *x = &fr->rows[r];
+    if (!any[x->shape]) any[x->shape] = x;
+    if (best[x->shape] == 0 || x->t < best[x->shape]) best[x->shape] = x->t;
+  }
+}
+
+/* Candidate cand's time on shape (0: not measured there); the rows are sorted by candidate. */
+static double time_of(const fit_rows *fr, int64_t cand, int shape) {
+  size_t lo = 0, hi = fr->nrows;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (fr->rows[mid].cand < cand)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (size_t r = lo; r < fr->nrows && fr->rows[r].cand == cand; r++)
+    if (fr->rows[r].shape == shape) return fr->rows[r].t;
+  return 0;
+}
+
+/* The model's pick on each shape against the best time measured there. */
+static void regret(const at_time_model *tm, const fit_rows *fr, const int64_t *cand_of, at_tm_fit_stats *st) {
+  const size_t ns = fr->nshapes ? (size_t)fr->nshapes : 1;
+  double *best = at_xcalloc(ns, sizeof *best);
+  const row **any = at_xcalloc(ns, sizeof *any);
+  shape_bests(fr, best, any);
+  double sum = 0;
+  int n = 0;
+  for (int s = 0; s < fr->nshapes; s++) {
+    if (!any[s]) continue;
+    /* As measured (alone), and as for an (N, K) outside the fit: no residual of its own. */
+    const int pick = at_tm_best_unseen(tm, any[s]->m, any[s]->n, any[s]->k, fr->sm_count);
+    const double picked = pick >= 0 ? time_of(fr, cand_of[pick], s) : 0;
+    if (!(picked > 0)) continue; /* the pick was not measured there */
+    double q = picked / best[s];
+    sum += log(q), n++;
+    if (q > st->worst_regret) st->worst_regret = q, st->worst_m = any[s]->m, st->worst_n = any[s]->n, st->worst_k = any[s]->k;
+  }
+  st->regret = n ? exp(sum / n) : 0;
+  free(best), free(any);
+}
+
 /* The model of the rows (sorted by candidate, shapes numbered 0..nshapes-1), and cand_of: the
  * candidate each of its configs stands for (malloc'd). */
-static int fit_rows_model(at_store *db, const at_op *opd, const char *op, const char *tag, const at_device_entry *dev,
-                          const fit_rows *fr, int min_share, at_time_model *out, at_tm_fit_stats *st, int64_t **cand_of_out) {
+static int fit_rows_model(at_store *db, const char *op, const char *tag, const at_device_entry *dev, const fit_rows *fr,
+                          int min_share, at_time_model *out, at_tm_fit_stats *st, int64_t **cand_of_out) {
+  const at_op *opd = at_op_find(op);
   const row *rows = fr->rows;
   const size_t nrows = fr->nrows;
   const int nshapes = fr->nshapes, sm_count = fr->sm_count;
@@ -232,8 +251,8 @@ int at_tm_fit_db(at_store *db, const at_device_entry *dev, const char *op, const
   AT_TRY(read_fit_rows(db, dev, op, tag, &fr));
   st->shapes = fr.nshapes;
   int64_t *cand_of = NULL;
-  int rc = fit_rows_model(db, at_op_find(op), op, tag, dev, &fr, min_share, out, st, &cand_of);
-  if (rc == AT_OK) regret(out, fr.rows, fr.nrows, cand_of, fr.nshapes, fr.sm_count, st);
+  int rc = fit_rows_model(db, op, tag, dev, &fr, min_share, out, st, &cand_of);
+  if (rc == AT_OK) regret(out, &fr, cand_of, st);
   free(fr.rows), free(cand_of);
   return rc;
 }
@@ -262,15 +281,10 @@ int at_tm_cv_db(at_store *db, const at_device_entry *dev, const char *op, const 
   AT_TRY(read_fit_rows(db, dev, op, tag, &fr));
   const at_op *opd = at_op_find(op);
   int rc = AT_OK, *renum = at_xcalloc(fr.nshapes ? (size_t)fr.nshapes : 1, sizeof *renum);
-  /* Each shape's best time and a row of it (for its M, N, K). */
   double *best = at_xcalloc(fr.nshapes ? (size_t)fr.nshapes : 1, sizeof *best);
   const row **any = at_xcalloc(fr.nshapes ? (size_t)fr.nshapes : 1, sizeof *any);
   char *done = at_xcalloc(fr.nshapes ? (size_t)fr.nshapes : 1, 1); /* shapes whose (N, K) was left out already */
-  for (size_t r = 0; r < fr.nrows; r++) {
-    const row *x = &fr.rows[r];
-    if (!any[x->shape]) any[x->shape] = x;
-    if (best[x->shape] == 0 || x->t < best[x->shape]) best[x->shape] = x->t;
-  }
+  shape_bests(&fr, best, any);
   double sum = 0;
   for (int s0 = 0; s0 < fr.nshapes && rc == AT_OK; s0++) {
     if (done[s0] || !any[s0]) continue;
@@ -280,7 +294,7 @@ int at_tm_cv_db(at_store *db, const at_device_entry *dev, const char *op, const 
     at_time_model tm;
     at_tm_fit_stats st = {0};
     int64_t *cand_of = NULL;
-    rc = fit_rows_model(db, opd, op, tag, dev, &rest, min_share, &tm, &st, &cand_of);
+    rc = fit_rows_model(db, op, tag, dev, &rest, min_share, &tm, &st, &cand_of);
     cv->folds++;
     for (int s = 0; s < fr.nshapes && rc == AT_OK; s++) {
       if (!any[s] || any[s]->n != n || any[s]->k != k) continue;
@@ -288,9 +302,7 @@ int at_tm_cv_db(at_store *db, const at_device_entry *dev, const char *op, const 
       /* As the runtime picks for an (N, K) with no file (at_tm_best with the op), without the tail
        * (the times are measured alone). */
       const int pick = at_tm_best(&tm, opd, 0, any[s]->m, n, k, fr.sm_count);
-      double picked = 0;
-      for (size_t r = 0; r < fr.nrows && pick >= 0; r++)
-        if (fr.rows[r].shape == s && fr.rows[r].cand == cand_of[pick]) picked = fr.rows[r].t;
+      const double picked = pick >= 0 ? time_of(&fr, cand_of[pick], s) : 0;
       if (!(picked > 0)) {
         cv->unmeasured++;
         continue;
