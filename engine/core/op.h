@@ -53,6 +53,12 @@ typedef struct at_builtin_config {
   const char *variant, *family, *template_name, *entry, *params_json;
 } at_builtin_config;
 
+/* at_op.plan_factor's mode: the config's own plan, every kind (AT_PLAN_CONFIG); a last wave moved
+ * to a tail launch only, any other plan counting as none (AT_PLAN_LAST_WAVE); or as the runtime
+ * plans a config not tuned for the (N, K), which may give the whole call to another config
+ * (AT_PLAN_UNTUNED). */
+enum { AT_PLAN_CONFIG = 0, AT_PLAN_LAST_WAVE = 1, AT_PLAN_UNTUNED = 2 };
+
 typedef struct at_op {
   const char *name;
   at_builtin_config builtin;
@@ -81,11 +87,10 @@ typedef struct at_op {
   double (*flops)(const at_shape *s);
   double (*min_bytes)(const at_shape *s); /* each input read once, each output written once */
   /* How the runtime's launch plan changes the time of a config that the tuner measured alone on a
-   * shape (the op's tail, say): a factor, 1 where it changes nothing. `untuned`: the plan may also
-   * replace a call by another config, as the runtime allows for a config not tuned for the (N, K)
-   * (the time model passes 0: it scores the config itself). NULL: the runtime launches configs as
-   * they were measured. The time model composes it into its predictions (timemodel.h). */
-  double (*plan_factor)(const char *family, const at_params *p, const at_shape *s, int sm_count, int untuned);
+   * shape (the op's tail, say): a factor, 1 where it changes nothing. `mode` (AT_PLAN_*): which plans
+   * count. NULL: the runtime launches configs as they were measured. The time model composes it
+   * into its predictions (timemodel.h). */
+  double (*plan_factor)(const char *family, const at_params *p, const at_shape *s, int sm_count, int mode);
   /* A parameter whose nonzero value the shape sets rather than the tuner (the sm90 family's
    * SCALE_KB, which spaces constrain to K / 128); NULL: none. Configs that differ only in its
    * nonzero value are one config to the time model, and a config measured on one (N, K) is given

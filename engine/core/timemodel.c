@@ -152,27 +152,47 @@ double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64
   return predict_near(tm, i, m, n, k, sm_count, near, nn);
 }
 
-/* At which M of the grid an answer composes the op's launch plan (at_op.plan_factor: the runtime's
- * tail) into the predictions: 512, which answers calls of M 385 to 512. The model is fitted on
- * times measured alone, without the tail, so it scores a config whose last wave the tail rescues
- * as if that wave ran whole: at M = 512 on the H100 it picked 128 x 192 tiles that fill one wave
- * where 128 x 128 tiles in clusters of two, with the tail, ran up to 1.27x faster (docs/perf.md,
- * "The time model and the tail"). Elsewhere the composition picked worse or was not measured: at
- * 1024 and 2048 it swapped configs that ran within a few percent of each other, 192 x 192 tiles
- * for slower 128 x 128 pairs among them (session 12); at decode sizes the plan favoured 128 x 192
- * tiles on N = 13312-16384 that ran 1.3-1.4x slower (session 10, run30); 768 was not measured. */
-enum { PLAN_M = 512 };
+static int64_t param_of(const at_config *c, const char *name) {
+  const char *names[AT_MAX_PARAMS];
+  const at_params p = at_config_params(c, names);
+  return at_params_get(&p, name, 0);
+}
+
+/* Where an answer composes the op's launch plan (at_op.plan_factor: the runtime's tail) into the
+ * predictions. The model is fitted on times measured alone, without the tail, so it scores a config
+ * whose last wave the tail rescues as if that wave ran whole.
+ * - At the grid's M = 512 (calls of M 385 to 512), every config's plan: there the model picked 128 x
+ *   192 tiles that fill one wave where 128 x 128 tiles in clusters of two, with the tail, ran up to
+ *   1.27x faster (H100, docs/perf.md, "The time model and the tail").
+ * - From 576 to 1024, only the 128 x 256 in-place tiles' (BLOCK_N 256, RESCALE 1), and only a last
+ *   wave moved to a tail launch (AT_PLAN_LAST_WAVE): composed there for those, 128 x 256 tiles ran
+ *   5-13% faster than the model's picks on N = 4608-40960 (session 36); composed for every config
+ *   and plan, the tail's estimate also made 128 x 128 and 128 x 192 tiles with a 64 x 64 tail, and
+ *   tails by rows, look fast that ran up to 1.24x slower (docs/perf.md, "The runtime's tail in the
+ *   tuned files and the time model").
+ * - Elsewhere not: at 1024-2048 it swapped configs that ran within a few percent of each other,
+ *   192 x 192 tiles for slower 128 x 128 pairs among them (session 12); at decode sizes the plan
+ *   favoured 128 x 192 tiles on N = 13312-16384 that ran 1.3-1.4x slower (session 10, run30).
+ * -1: no plan composed at m for config c. */
+enum { PLAN_M = 512, PLAN_WIDE_M = 1024 };
+static int plan_mode(const at_config *c, int64_t m) {
+  if (m == PLAN_M) return AT_PLAN_CONFIG;
+  if (m > PLAN_M && m <= PLAN_WIDE_M && param_of(c, "BLOCK_N") == 256 && param_of(c, "RESCALE") == 1)
+    return AT_PLAN_LAST_WAVE;
+  return -1;
+}
 
 static double planned_near(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
                            int sm_count, const int *near, int nn) {
   double t = predict_near(tm, i, m, n, k, sm_count, near, nn);
-  if (t > 0 && op && op->plan_factor && m == PLAN_M) {
+  const int mode = op && op->plan_factor ? plan_mode(&tm->configs[i], m) : -1;
+  if (t > 0 && mode >= 0) {
     const char *names[AT_MAX_PARAMS];
     const at_params p = at_config_params(&tm->configs[i], names);
     const at_shape s = {m, n, k};
-    /* The tail of a last wave only (untuned 0): a plan that gives the whole call to a tail config
-     * says nothing about the config itself, and would make a slow config look fast. */
-    t *= op->plan_factor(tm->configs[i].family, &p, &s, sm_count ? sm_count : tm->sm_count, 0);
+    /* The config's own plan (never AT_PLAN_UNTUNED): a plan that gives the whole call to a tail
+     * config says nothing about the config itself, and would make a slow config look fast. */
+    t *= op->plan_factor(tm->configs[i].family, &p, &s, sm_count ? sm_count : tm->sm_count, mode);
   }
   return t;
 }
@@ -184,11 +204,7 @@ double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, in
   return planned_near(tm, op, i, m, n, k, sm_count, near, nn);
 }
 
-static int64_t block_m(const at_config *c) {
-  const char *names[AT_MAX_PARAMS];
-  const at_params p = at_config_params(c, names);
-  return at_params_get(&p, "BLOCK_M", 0);
-}
+static int64_t block_m(const at_config *c) { return param_of(c, "BLOCK_M"); }
 
 /* A tile of at most twice M's rows (64 at least): the spaces' block_m_fits rule, under which the
  * tuner never weighs a taller tile. The fit measures every config everywhere, but its prediction

@@ -240,10 +240,11 @@ static double min_bytes(const at_shape *s) {
   return m * k + n * k + m * (k / 128) * 4 + ((double)((s->n + 127) / 128)) * (k / 128) * 4 + m * n * 2;
 }
 
-/* The tail plan's own estimate (after / before) of what the runtime's split saves. */
-static double plan_factor(const char *family, const at_params *p, const at_shape *s, int sm_count, int untuned) {
+/* The tail plan's own estimate (after / before) of what the runtime's split saves (mode: op.h). */
+static double plan_factor(const char *family, const at_params *p, const at_shape *s, int sm_count, int mode) {
   at_a8w8_tail t;
-  at_a8w8_tail_plan(family, p, s, sm_count, untuned, &t);
+  at_a8w8_tail_plan(family, p, s, sm_count, mode == AT_PLAN_UNTUNED, &t);
+  if (mode == AT_PLAN_LAST_WAVE && (t.unit_end == 0 || t.main_n || t.main_m)) return 1.0;
   return t.split && t.before > 0 && t.after > 0 ? t.after / t.before : 1.0;
 }
 

@@ -26,6 +26,7 @@
 #include "core/store.h"
 #include "core/timemodel.h"
 #include "core/util.h"
+#include "ops/gemm_a8w8_blockscale_tail.h"
 #include "check.h"
 #include "proc.h"
 
@@ -461,6 +462,58 @@ static void answer_with_plan(void) {
   }
   free(text);
   free(dir);
+  at_tm_free(&tm);
+}
+
+/* From M = 576 to 1024 the plan is composed for 128 x 256 in-place tiles only, and only a last wave
+ * moved to a tail launch (timemodel.c, plan_mode): 128 x 256 tiles in pairs along N make 140 tiles
+ * at 640 x 7168 (a second wave of 8), which the tail rescues; 128 x 192 and 128 x 128 tiles keep
+ * their times measured alone there although their plans split too, and so does a tail by rows
+ * (128 x 256 pairs along M at 640 x 16384), and so does any config above M = 1024. */
+static void wide_plan_above_512(void) {
+  at_time_model tm = two_configs();
+  tm.configs[0] = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":256,\"CLUSTER_K\":1,\"CLUSTER_M\":1,\"CLUSTER_N\":2,"
+                              "\"GROUP_M\":8,\"KPIPE\":1,\"PINGPONG\":0,\"RESCALE\":1,\"SPLIT_K\":1,\"STAGES\":3,"
+                              "\"STORE\":0,\"UNSPLIT\":1}");
+  tm.configs[1] = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":192,\"CLUSTER_K\":1,\"CLUSTER_M\":1,\"CLUSTER_N\":1,"
+                              "\"GROUP_M\":8,\"KPIPE\":1,\"PINGPONG\":0,\"RESCALE\":1,\"SPLIT_K\":1,\"STAGES\":4,"
+                              "\"STORE\":0,\"UNSPLIT\":1}");
+  /* Alone, the 128 x 256 tiles a little slower per product: the pick without the plan is 128 x 192. */
+  const double c0[AT_TM_NF] = {0, 1.1, 0, 0}, c1[AT_TM_NF] = {0, 0.8, 0, 0};
+  memcpy(tm.coef[0], c0, sizeof c0);
+  memcpy(tm.coef[1], c1, sizeof c1);
+  const at_op *op = at_op_find("gemm_a8w8_blockscale");
+  CHECK(op != NULL && op->plan_factor != NULL);
+  if (!op || !op->plan_factor) return;
+  const char *names[AT_MAX_PARAMS];
+  const at_params p0 = at_config_params(&tm.configs[0], names);
+  const char *names1[AT_MAX_PARAMS];
+  const at_params p1 = at_config_params(&tm.configs[1], names1);
+  const int64_t n = 7168, k = 8192;
+  const at_shape s640 = {640, n, k};
+  const double f = op->plan_factor("sm90", &p0, &s640, 132, AT_PLAN_LAST_WAVE);
+  CHECK(f > 0.5 && f < 0.8 && f == op->plan_factor("sm90", &p0, &s640, 132, AT_PLAN_CONFIG));
+  CHECK(fabs(at_tm_predict_planned(&tm, op, 0, 640, n, k, 0) - f * at_tm_predict(&tm, 0, 640, n, k, 0)) < 1e-9);
+  CHECK(op->plan_factor("sm90", &p1, &s640, 132, AT_PLAN_CONFIG) < 1); /* its plan splits, not composed */
+  CHECK(at_tm_predict_planned(&tm, op, 1, 640, n, k, 0) == at_tm_predict(&tm, 1, 640, n, k, 0));
+  CHECK_EQ_INT(at_tm_best(&tm, op, 0, 640, n, k, 0), 1);
+  CHECK_EQ_INT(at_tm_best(&tm, op, 1, 640, n, k, 0), 0);
+  /* Above 1024: 1280 x 7168 splits a last wave too, as measured alone all the same. */
+  const at_shape s1280 = {1280, n, k};
+  CHECK(op->plan_factor("sm90", &p0, &s1280, 132, AT_PLAN_CONFIG) < 1);
+  CHECK(at_tm_predict_planned(&tm, op, 0, 1280, n, k, 0) == at_tm_predict(&tm, 0, 1280, n, k, 0));
+  /* A tail by rows counts as none in AT_PLAN_LAST_WAVE. */
+  at_config rows = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":256,\"CLUSTER_K\":1,\"CLUSTER_M\":2,\"CLUSTER_N\":1,"
+                               "\"GROUP_M\":8,\"KPIPE\":1,\"PINGPONG\":0,\"RESCALE\":1,\"SPLIT_K\":1,\"STAGES\":4,"
+                               "\"STORE\":0,\"UNSPLIT\":1}");
+  const char *names2[AT_MAX_PARAMS];
+  const at_params p2 = at_config_params(&rows, names2);
+  const at_shape s16k = {640, 16384, k};
+  at_a8w8_tail t;
+  at_a8w8_tail_plan("sm90", &p2, &s16k, 132, 0, &t);
+  CHECK(strcmp(at_a8w8_tail_kind(&t), "last rows") == 0);
+  CHECK(op->plan_factor("sm90", &p2, &s16k, 132, AT_PLAN_CONFIG) < 1);
+  CHECK(op->plan_factor("sm90", &p2, &s16k, 132, AT_PLAN_LAST_WAVE) == 1.0);
   at_tm_free(&tm);
 }
 
@@ -1093,6 +1146,7 @@ int main(int argc, char **argv) {
   cluster_tiles();
   answer_picks();
   answer_with_plan();
+  wide_plan_above_512();
   json_roundtrip();
   residuals();
   lookup_order();
