@@ -12,9 +12,10 @@
 # every 64 rows, so there the halfway point runs the same config either way and the entry's own M decides).
 # Kept: a re-tuned entry faster at its M in both rounds (by 1% or more); an added entry whose two M run faster in both
 # rounds (geomean under 0.99) with neither more than 3% slower. The files with a kept entry land in $OUT/f/fin.
-# Optional: RETUNE (the format of FILL) names entries the files have, tuned again and judged as SET's weak ones, at their
-# M (on the check set); SPACE is the space tuned (default the shipped one: another, e.g. with a constraint relaxed, tries
-# candidates the shipped space leaves out); DB is a DB already tuned with every shape of the plan (no tune then).
+# Optional: RETUNE (the format of FILL; both take # comments) names entries the files have, tuned again and judged as
+# SET's weak ones, at their M (on the check set); SPACE is the space tuned (default the shipped one: another, e.g. with a
+# constraint relaxed, tries candidates the shipped space leaves out, or one narrowed to the tiles the runtime's tail
+# favours); DB is a DB already tuned with every shape of the plan (no tune then).
 # Each compare checks every output against the reference; times are the runtime's, as a user's calls run.
 set -u
 T=${THRESH:-0.90}; SET=${SET:-b}; FILL=${FILL:-}; RETUNE=${RETUNE:-}; DB=${DB:-}
@@ -48,7 +49,10 @@ for r, m, n, k in weak: tune[(n, k)].add(m); plan[(n, k)]['replace'].add(m)
 check = collections.defaultdict(set)
 def listed(path):  # (N, K, the file's tuned M, [M]) per line of a FILL or RETUNE file
     for line in open(path) if path else []:
-        n, k, ms = re.search(r'N: (\d+), K: (\d+), M: \[([^\]]*)\]', line).groups()
+        if not line.strip() or line.lstrip().startswith('#'): continue  # comments and blank lines
+        got = re.search(r'N: (\d+), K: (\d+), M: \[([^\]]*)\]', line)
+        if not got: sys.exit('%s: not a line of {N, K, M: [...]}: %s' % (path, line.strip()))
+        n, k, ms = got.groups()
         n, k = int(n), int(k)
         f = json.load(open('configs/sm90-GEMM-A8W8_BLOCKSCALE-N=%d-K=%d.json' % (n, k)))
         yield n, k, sorted(int(x.split('_')[-1]) for x in f['per_M']), list(map(int, ms.split(',')))

@@ -217,8 +217,8 @@ else:
         # in the SPACE named; nothing to add.
         empty, retune = os.path.join(rc_dir, "empty.yaml"), os.path.join(rc_dir, "retune.yaml")
         open(empty, "w").close()
-        with open(retune, "w") as fh:
-            fh.write("- {N: 1024, K: 1024, M: [2048]}\n")
+        with open(retune, "w") as fh:  # comments and blank lines are skipped
+            fh.write("# the entry to tune again\n\n- {N: 1024, K: 1024, M: [2048]}\n")
         os.remove(tuned)
         env.update(THRESH="9", FILL=empty, RETUNE=retune, SPACE="search_spaces/llama3_8b.yaml")
         r = refresh(env)
@@ -238,6 +238,11 @@ else:
             fh.write("- {N: 1024, K: 1024, M: [2000]}\n")
         r = refresh(env)
         check(r.returncode == 2 and "no entry at M = 2000" in r.stderr, f"refresh_configs.sh: RETUNE of an M the file lacks refused ({r.stderr.strip()[-300:]})")
+        with open(retune, "w") as fh:
+            fh.write("- {N: 1024, K: 1024}\n")
+        r = refresh(env)
+        check(r.returncode == 2 and "not a line of {N, K, M: [...]}" in r.stderr,
+              f"refresh_configs.sh: a RETUNE line without M refused ({r.stderr.strip()[-300:]})")
         env.update(RETUNE="", SPACE="", FILL=os.path.join(rc_dir, "missing.yaml"))
         r = refresh(env)
         check(r.returncode == 2 and "FILL: no file" in r.stderr, f"refresh_configs.sh: a missing FILL refused ({r.stderr.strip()})")
