@@ -171,7 +171,9 @@ static int64_t param_of(const at_config *c, const char *name) {
  *   tails by rows, look fast that ran up to 1.24x slower (docs/perf.md, "The runtime's tail in the
  *   tuned files and the time model").
  * - Elsewhere not: at 1024-2048 it swapped configs that ran within a few percent of each other,
- *   192 x 192 tiles for slower 128 x 128 pairs among them (session 12); at decode sizes the plan
+ *   192 x 192 tiles for slower 128 x 128 pairs among them (session 12), and the 128 x 256 rule
+ *   above taken up to 2048 gained 3% on the shapes it changed of one set but nothing on a
+ *   validation set, where M = 1088 lost up to 11% (session 36); at decode sizes the plan
  *   favoured 128 x 192 tiles on N = 13312-16384 that ran 1.3-1.4x slower (session 10, run30).
  * -1: no plan composed at m for config c. */
 enum { PLAN_M = 512, PLAN_WIDE_M = 1024 };
