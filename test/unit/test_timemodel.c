@@ -398,22 +398,33 @@ static void write_text(const char *dir, const char *name, const char *text) {
   free(p);
 }
 
-/* The runtime's tail composed in (at_tm_predict_planned), at M = 512 only. 128 x 128
+/* An sm90 config of these parameters (GROUP_M 8, no split, STORE 0). */
+static at_config sm90_tile(int bm, int bn, int cm, int cn, int kpipe, int rescale, int stages) {
+  char js[400];
+  snprintf(js, sizeof js,
+           "{\"BLOCK_M\":%d,\"BLOCK_N\":%d,\"CLUSTER_K\":1,\"CLUSTER_M\":%d,\"CLUSTER_N\":%d,\"GROUP_M\":8,"
+           "\"KPIPE\":%d,\"PINGPONG\":0,\"RESCALE\":%d,\"SPLIT_K\":1,\"STAGES\":%d,\"STORE\":0,\"UNSPLIT\":1}",
+           bm, bn, cm, cn, kpipe, rescale, stages);
+  return sm90_config(js);
+}
+
+/* A model of two sm90 configs, each with its time per busy SM's k-block (no other term). */
+static at_time_model two_sm90(at_config c0, double per_kblock0, at_config c1, double per_kblock1) {
+  at_time_model tm = two_configs();
+  tm.configs[0] = c0, tm.configs[1] = c1;
+  const double k0[AT_TM_NF] = {0, per_kblock0, 0, 0}, k1[AT_TM_NF] = {0, per_kblock1, 0, 0};
+  memcpy(tm.coef[0], k0, sizeof k0);
+  memcpy(tm.coef[1], k1, sizeof k1);
+  return tm;
+}
+
+/* The runtime's tail composed in (at_tm_predict_planned) at M = 512 for every config. 128 x 128
  * tiles in clusters of two make 144 tiles at 512 x 4608 (72 clusters on 66 slots: two waves, the
  * second nearly empty), which the tail rescues; 128 x 192 tiles make 96, one wave, nothing to
  * rescue. Alone, the model prefers the one wave; with the plan, the two waves split. */
 static void answer_with_plan(void) {
-  at_time_model tm = two_configs();
-  tm.configs[0] = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":192,\"CLUSTER_K\":1,\"CLUSTER_M\":1,\"CLUSTER_N\":1,"
-                              "\"GROUP_M\":8,\"KPIPE\":1,\"PINGPONG\":0,\"RESCALE\":1,\"SPLIT_K\":1,\"STAGES\":5,"
-                              "\"STORE\":0,\"UNSPLIT\":1}");
-  tm.configs[1] = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_K\":1,\"CLUSTER_M\":2,\"CLUSTER_N\":1,"
-                              "\"GROUP_M\":8,\"KPIPE\":2,\"PINGPONG\":0,\"RESCALE\":0,\"SPLIT_K\":1,\"STAGES\":6,"
-                              "\"STORE\":0,\"UNSPLIT\":1}");
   /* Per busy SM's k-block: 1.2 us at 128 x 192, 0.8 at 128 x 128 (two thirds of its work, faster). */
-  const double c0[AT_TM_NF] = {0, 1.2, 0, 0}, c1[AT_TM_NF] = {0, 0.8, 0, 0};
-  memcpy(tm.coef[0], c0, sizeof c0);
-  memcpy(tm.coef[1], c1, sizeof c1);
+  at_time_model tm = two_sm90(sm90_tile(128, 192, 1, 1, 1, 1, 5), 1.2, sm90_tile(128, 128, 2, 1, 2, 0, 6), 0.8);
   const at_op *op = at_op_find("gemm_a8w8_blockscale");
   CHECK(op != NULL && op->plan_factor != NULL);
   if (!op || !op->plan_factor) return;
@@ -471,17 +482,8 @@ static void answer_with_plan(void) {
  * their times measured alone there although their plans split too, and so does a tail by rows
  * (128 x 256 pairs along M at 640 x 16384), and so does any config above M = 1024. */
 static void wide_plan_above_512(void) {
-  at_time_model tm = two_configs();
-  tm.configs[0] = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":256,\"CLUSTER_K\":1,\"CLUSTER_M\":1,\"CLUSTER_N\":2,"
-                              "\"GROUP_M\":8,\"KPIPE\":1,\"PINGPONG\":0,\"RESCALE\":1,\"SPLIT_K\":1,\"STAGES\":3,"
-                              "\"STORE\":0,\"UNSPLIT\":1}");
-  tm.configs[1] = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":192,\"CLUSTER_K\":1,\"CLUSTER_M\":1,\"CLUSTER_N\":1,"
-                              "\"GROUP_M\":8,\"KPIPE\":1,\"PINGPONG\":0,\"RESCALE\":1,\"SPLIT_K\":1,\"STAGES\":4,"
-                              "\"STORE\":0,\"UNSPLIT\":1}");
   /* Alone, the 128 x 256 tiles a little slower per product: the pick without the plan is 128 x 192. */
-  const double c0[AT_TM_NF] = {0, 1.1, 0, 0}, c1[AT_TM_NF] = {0, 0.8, 0, 0};
-  memcpy(tm.coef[0], c0, sizeof c0);
-  memcpy(tm.coef[1], c1, sizeof c1);
+  at_time_model tm = two_sm90(sm90_tile(128, 256, 1, 2, 1, 1, 3), 1.1, sm90_tile(128, 192, 1, 1, 1, 1, 4), 0.8);
   const at_op *op = at_op_find("gemm_a8w8_blockscale");
   CHECK(op != NULL && op->plan_factor != NULL);
   if (!op || !op->plan_factor) return;
@@ -503,9 +505,7 @@ static void wide_plan_above_512(void) {
   CHECK(op->plan_factor("sm90", &p0, &s1280, 132, AT_PLAN_CONFIG) < 1);
   CHECK(at_tm_predict_planned(&tm, op, 0, 1280, n, k, 0) == at_tm_predict(&tm, 0, 1280, n, k, 0));
   /* A tail by rows counts as none in AT_PLAN_LAST_WAVE. */
-  at_config rows = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":256,\"CLUSTER_K\":1,\"CLUSTER_M\":2,\"CLUSTER_N\":1,"
-                               "\"GROUP_M\":8,\"KPIPE\":1,\"PINGPONG\":0,\"RESCALE\":1,\"SPLIT_K\":1,\"STAGES\":4,"
-                               "\"STORE\":0,\"UNSPLIT\":1}");
+  at_config rows = sm90_tile(128, 256, 2, 1, 1, 1, 4);
   const char *names2[AT_MAX_PARAMS];
   const at_params p2 = at_config_params(&rows, names2);
   const at_shape s16k = {640, 16384, k};
