@@ -152,12 +152,6 @@ double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64
   return predict_near(tm, i, m, n, k, sm_count, near, nn);
 }
 
-static int64_t param_of(const at_config *c, const char *name) {
-  const char *names[AT_MAX_PARAMS];
-  const at_params p = at_config_params(c, names);
-  return at_params_get(&p, name, 0);
-}
-
 /* Where an answer composes the op's launch plan (at_op.plan_factor: the runtime's tail) into the
  * predictions. The model is fitted on times measured alone, without the tail, so it scores a config
  * whose last wave the tail rescues as if that wave ran whole.
@@ -175,11 +169,11 @@ static int64_t param_of(const at_config *c, const char *name) {
  *   above taken up to 2048 gained 3% on the shapes it changed of one set but nothing on a
  *   validation set, where M = 1088 lost up to 11% (session 36); at decode sizes the plan
  *   favoured 128 x 192 tiles on N = 13312-16384 that ran 1.3-1.4x slower (session 10, run30).
- * -1: no plan composed at m for config c. */
+ * -1: no plan composed at m for a config of parameters p. */
 enum { PLAN_M = 512, PLAN_WIDE_M = 1024 };
-static int plan_mode(const at_config *c, int64_t m) {
+static int plan_mode(const at_params *p, int64_t m) {
   if (m == PLAN_M) return AT_PLAN_CONFIG;
-  if (m > PLAN_M && m <= PLAN_WIDE_M && param_of(c, "BLOCK_N") == 256 && param_of(c, "RESCALE") == 1)
+  if (m > PLAN_M && m <= PLAN_WIDE_M && at_params_get(p, "BLOCK_N", 0) == 256 && at_params_get(p, "RESCALE", 0) == 1)
     return AT_PLAN_LAST_WAVE;
   return -1;
 }
@@ -187,16 +181,15 @@ static int plan_mode(const at_config *c, int64_t m) {
 static double planned_near(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
                            int sm_count, const int *near, int nn) {
   double t = predict_near(tm, i, m, n, k, sm_count, near, nn);
-  const int mode = op && op->plan_factor ? plan_mode(&tm->configs[i], m) : -1;
-  if (t > 0 && mode >= 0) {
-    const char *names[AT_MAX_PARAMS];
-    const at_params p = at_config_params(&tm->configs[i], names);
-    const at_shape s = {m, n, k};
-    /* The config's own plan (never AT_PLAN_UNTUNED): a plan that gives the whole call to a tail
-     * config says nothing about the config itself, and would make a slow config look fast. */
-    t *= op->plan_factor(tm->configs[i].family, &p, &s, sm_count ? sm_count : tm->sm_count, mode);
-  }
-  return t;
+  if (t <= 0 || !op || !op->plan_factor) return t;
+  const char *names[AT_MAX_PARAMS];
+  const at_params p = at_config_params(&tm->configs[i], names);
+  const int mode = plan_mode(&p, m);
+  if (mode < 0) return t;
+  const at_shape s = {m, n, k};
+  /* The config's own plan (never AT_PLAN_UNTUNED): a plan that gives the whole call to a tail
+   * config says nothing about the config itself, and would make a slow config look fast. */
+  return t * op->plan_factor(tm->configs[i].family, &p, &s, sm_count ? sm_count : tm->sm_count, mode);
 }
 
 double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
@@ -206,7 +199,11 @@ double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, in
   return planned_near(tm, op, i, m, n, k, sm_count, near, nn);
 }
 
-static int64_t block_m(const at_config *c) { return param_of(c, "BLOCK_M"); }
+static int64_t block_m(const at_config *c) {
+  const char *names[AT_MAX_PARAMS];
+  const at_params p = at_config_params(c, names);
+  return at_params_get(&p, "BLOCK_M", 0);
+}
 
 /* A tile of at most twice M's rows (64 at least): the spaces' block_m_fits rule, under which the
  * tuner never weighs a taller tile. The fit measures every config everywhere, but its prediction

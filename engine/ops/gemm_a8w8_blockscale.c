@@ -244,7 +244,7 @@ static double min_bytes(const at_shape *s) {
 static double plan_factor(const char *family, const at_params *p, const at_shape *s, int sm_count, int mode) {
   at_a8w8_tail t;
   at_a8w8_tail_plan(family, p, s, sm_count, mode == AT_PLAN_UNTUNED, &t);
-  if (mode == AT_PLAN_LAST_WAVE && (t.unit_end == 0 || t.main_n || t.main_m)) return 1.0;
+  if (mode == AT_PLAN_LAST_WAVE && strcmp(at_a8w8_tail_kind(&t), "last wave") != 0) return 1.0;
   return t.split && t.before > 0 && t.after > 0 ? t.after / t.before : 1.0;
 }
 
