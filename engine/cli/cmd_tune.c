@@ -23,6 +23,7 @@
 #include "../core/util.h"
 #include "../core/workerproc.h"
 #include "commands.h"
+#include "judge.h"
 #include "report.h"
 
 static volatile sig_atomic_t g_stop;
@@ -54,6 +55,10 @@ static const char *USAGE =
     "  --fresh              ignore earlier results in the DB: compile (from the compile cache when it\n"
     "                       has the cubin) and time everything again\n"
     "  --no-baselines       do not time the vendor kernel per shape\n"
+    "  --no-judge           keep the winners the tuner decided alone: without it, a run that tuned on a GPU\n"
+    "                       decides each shape's winner again on its leaders' times as the runtime library\n"
+    "                       launches them, the runtime's tail included (`autotune judge`; not with --shard:\n"
+    "                       judge the merged DB)\n"
     "  --pch                use NVRTC precompiled headers\n"
     "  --summary-json FILE  also write the summary as JSON (not over an input of the run)\n"
     "  --max-candidates N   refuse a space with more than N candidates after pruning (default 100000)\n"
@@ -72,7 +77,7 @@ typedef struct options {
   int jobs;
   const char *arch;
   const char *gpus;
-  int compile_only, fresh, pch, no_baselines;
+  int compile_only, fresh, pch, no_baselines, no_judge;
   const char *summary_json;
   int64_t max_candidates;
   at_shard shard; /* count 0: the whole space */
@@ -94,6 +99,7 @@ static int parse_options(int argc, char **argv, options *o) {
       {"arch", required_argument, 0, 'a'},    {"gpus", required_argument, 0, 'g'},
       {"compile-only", no_argument, 0, 'c'},  {"fresh", no_argument, 0, 'f'},
       {"pch", no_argument, 0, 'p'},           {"no-baselines", no_argument, 0, 'B'},
+      {"no-judge", no_argument, 0, 'J'},
       {"summary-json", required_argument, 0, 's'}, {"max-candidates", required_argument, 0, 'm'},
       {"shard", required_argument, 0, 'S'},   {"shapes", required_argument, 0, 'H'},
       {"only", required_argument, 0, 'O'},    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
@@ -115,6 +121,7 @@ static int parse_options(int argc, char **argv, options *o) {
     case 'f': o->fresh = 1; break;
     case 'p': o->pch = 1; break;
     case 'B': o->no_baselines = 1; break;
+    case 'J': o->no_judge = 1; break;
     case 's': o->summary_json = optarg; break;
     case 'm':
       if (at_parse_i64(optarg, &o->max_candidates) != 0 || o->max_candidates < 1)
@@ -201,6 +208,31 @@ static int check_output(const options *o, const at_space *space) {
   return rc;
 }
 
+/* The judge phase (judge.h): after a GPU phase that finished, each shape's winner decided again on
+ * its leaders' times as the runtime launches them, on the first GPU of the run, recorded under the
+ * run. Its lines (the shapes whose winner changed or that failed, and the summary) go to *log, which
+ * the caller prints after the report. A GPU the judge cannot use is a warning: the tuning is kept,
+ * and `autotune judge` can do it later. */
+static int judge_phase(const at_space *space, at_store *db, int64_t run_id, int gpu, at_judge_stats *st, char **log) {
+  size_t len = 0;
+  FILE *f = open_memstream(log, &len);
+  if (!f) return at_fail(AT_ERR_RUNTIME, "judge: open_memstream failed");
+  at_judge *J = NULL;
+  const char *arch;
+  int rc = at_judge_open(db, gpu, &J, &arch);
+  if (rc == AT_OK) {
+    const at_judge_opts jo = {AT_JUDGE_TOP, AT_JUDGE_WITHIN, 0, 0};
+    rc = at_judge_shapes(J, space, run_id, &jo, &g_stop, f, st);
+    at_judge_print_summary(f, st);
+  } else {
+    fprintf(f, "judge: not run (%s); `autotune judge` decides the winners as launched later\n", at_errmsg());
+    rc = AT_OK;
+  }
+  at_judge_close(J);
+  fclose(f);
+  return rc;
+}
+
 static char *command_line(int argc, char **argv) {
   at_buf b = {0};
   for (int i = 0; i < argc; i++) at_buf_printf(&b, "%s%s", i ? " " : "", argv[i]);
@@ -231,7 +263,10 @@ int cmd_tune(int argc, char **argv) {
   char why[512] = "";
   uint8_t *shapes_on = NULL; /* --shard: the shapes this shard sets up */
   int64_t run_id = 0;
-  int have_tune = 0;
+  int have_tune = 0, judged = 0;
+  at_judge_stats jst;
+  memset(&jst, 0, sizeof jst);
+  char *judge_log = NULL;
 
   if ((rc = at_space_load(o.space, &space))) goto out;
   if ((rc = at_space_use_shapes(space, o.shapes, o.only))) goto out;
@@ -320,6 +355,13 @@ int cmd_tune(int argc, char **argv) {
     int rc2 = at_tune_finish(tune, rc);
     if (rc == AT_OK) rc = rc2;
   }
+  /* Only an op the runtime launches, a whole space (a shard's leaders are not the shape's), a run
+   * that was not stopped. */
+  if (rc == AT_OK && tune && !g_stop && !o.no_judge && !o.shard.count &&
+      strcmp(space->op_name, "gemm_a8w8_blockscale") == 0) {
+    judged = 1;
+    rc = judge_phase(space, db, run_id, gpus[0].index, &jst, &judge_log);
+  }
 
 out:;
   int interrupted = g_stop != 0;
@@ -339,15 +381,20 @@ out:;
       rc = rc2;
   }
   if (cands && compiled && (rc == AT_OK || interrupted)) {
-    at_report rep = {space, cands, &cstats, have_tune ? &tstats : NULL, arch, o.db,
+    at_report rep = {space, cands, &cstats, have_tune ? &tstats : NULL, judged ? &jst : NULL, arch, o.db,
                      ngpus ? NULL : (why[0] ? why : "no GPU found"), o.compile_only, interrupted, at_now_s() - t0};
     at_report_print(&rep);
+    if (judge_log) fputs(judge_log, stdout);
     if (o.summary_json) {
       int rc2 = at_report_write_json(&rep, o.summary_json);
       if (!rc) rc = rc2;
     }
   }
   if (interrupted && rc == AT_OK) rc = at_fail(AT_ERR_RUNTIME, "interrupted");
+  if (rc == AT_OK && judged && jst.failed)
+    rc = at_fail(AT_ERR_RUNTIME, "judge: %d shape%s with a config that has no launched time or was not judged (above)",
+                 jst.failed, jst.failed == 1 ? "" : "s");
+  free(judge_log);
   at_tune_stats_free(&tstats);
   at_compile_stats_free(&cstats);
   free(compiled);

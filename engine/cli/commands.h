@@ -11,6 +11,7 @@ int cmd_model(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_judge(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_list(int argc, char **argv);

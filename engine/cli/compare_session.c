@@ -15,7 +15,14 @@ const char *const CMP_PROVIDERS[AT_CMP_NPROVIDERS] = {"autotune", "cublaslt", "d
  * its NVRTC compile, and a large shape's input sets take a while to make. */
 enum { STEP_TIMEOUT_S = 600 };
 
-static const char *provider_name(int p) { return p >= 0 && p < AT_CMP_NPROVIDERS ? CMP_PROVIDERS[p] : "-"; }
+/* A provider's name; from AT_CMP_NPROVIDERS up, judged configs (`autotune judge`): "config 1", ... */
+static const char *provider_name(int p) {
+  static const char *const JUDGED[AT_CMP_MAX_JUDGED] = {"config 1", "config 2", "config 3", "config 4",
+                                                        "config 5", "config 6", "config 7", "config 8"};
+  if (p >= 0 && p < AT_CMP_NPROVIDERS) return CMP_PROVIDERS[p];
+  if (p >= AT_CMP_NPROVIDERS && p < AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED) return JUDGED[p - AT_CMP_NPROVIDERS];
+  return "-";
+}
 
 void cmp_default_sources(const char **db, const char **configs) {
   if (!*db) {
@@ -94,9 +101,9 @@ void cmp_request(at_compare_req *q, const char *op, const at_shape *sh, const cm
 
 /* Marks every provider asked for without a result, after the worker was lost on `at`. */
 static void worker_lost(const at_compare_req *q, at_compare_reply *rep, const at_compare_step *at, const char *how) {
-  for (int p = 0; p < AT_CMP_NPROVIDERS; p++) {
-    at_compare_result *r = &rep->r[p];
-    if (!q->use[p]) continue;
+  for (int p = 0; p < AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED; p++) {
+    at_compare_result *r = p < AT_CMP_NPROVIDERS ? &rep->r[p] : &rep->judged[p - AT_CMP_NPROVIDERS];
+    if (p < AT_CMP_NPROVIDERS ? !q->use[p] : p - AT_CMP_NPROVIDERS >= q->judged) continue;
     snprintf(r->status, sizeof r->status, "%s", p == at->provider ? "fault" : "error");
     if (p == at->provider)
       snprintf(r->message, sizeof r->message, "the compare worker %s during its %s", how, at->what);
@@ -109,6 +116,7 @@ static void worker_lost(const at_compare_req *q, at_compare_reply *rep, const at
 int cmp_session_shape(cmp_session *S, const at_compare_req *q, at_compare_reply *rep) {
   memset(rep, 0, sizeof *rep);
   for (int p = 0; p < AT_CMP_NPROVIDERS; p++) rep->r[p].check_ratio = rep->r[p].max_abs_err = -1;
+  for (int i = 0; i < AT_CMP_MAX_JUDGED; i++) rep->judged[i].check_ratio = rep->judged[i].max_abs_err = -1;
   if (!at_worker_alive(&S->w)) AT_TRY(start_worker(S));
   int rc = at_msg_send(S->w.to_fd, AT_MSG_COMPARE, q, sizeof *q);
   at_compare_step at = {-1, "setup"};

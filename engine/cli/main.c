@@ -22,6 +22,7 @@ static const command COMMANDS[] = {
     {"model", cmd_model, "fit the time model that picks configs for the (N, K) nobody tuned, from a menu run"},
     {"query", cmd_query, "show the config chosen for a problem, and where it came from"},
     {"compare", cmd_compare, "time providers side by side: the tuned kernels, the built-in config, cuBLASLt, cuBLAS, files"},
+    {"judge", cmd_judge, "decide tuned shapes' winners again on their times as the runtime launches them (tail included)"},
     {"report", cmd_report, "print a DB's results per shape and variant (tables, --csv, --plot SVG), no GPU needed"},
     {"expect", cmd_expect, "record the tuned configs' TFLOP/s, or check them again (exit 1 on a regression)"},
     {"merge", cmd_merge, "combine tuning DBs (the shards of a space, one device model) into one"},

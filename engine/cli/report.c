@@ -1,12 +1,14 @@
 /* report.c: see report.h. */
 #include "report.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/jit.h"
 #include "../core/util.h"
+#include "judge.h"
 
 static void params_of(const at_report *r, int64_t cand, char *out, size_t n) {
   const at_cand *c = &r->cands->c[cand];
@@ -152,6 +154,15 @@ int at_report_write_json(const at_report *r, const char *path) {
       at_buf_puts(&b, "}}");
     }
     at_buf_puts(&b, "\n  ],\n");
+  }
+  if (r->judge) {
+    const at_judge_stats *j = r->judge;
+    at_buf_printf(&b,
+                  "  \"judge\": {\"judged\": %d, \"changed\": %d, \"skipped\": %d, \"failed\": %d, \"launched_ratio\": %.4f,"
+                  " \"seconds\": %.3f},\n",
+                  j->judged, j->changed, j->skipped, j->failed, j->judged ? exp(j->log_gain / j->judged) : 1.0, j->seconds);
+  } else {
+    at_buf_puts(&b, "  \"judge\": null,\n");
   }
   at_buf_printf(&b, "  \"timing_skipped\": %s,\n", r->no_gpu_reason || r->compile_only ? "true" : "false");
   at_buf_printf(&b, "  \"interrupted\": %s,\n", r->interrupted ? "true" : "false");

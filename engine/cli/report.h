@@ -12,6 +12,8 @@ typedef struct at_report {
   const at_enum *cands;
   const at_compile_stats *compile;
   const at_tune_stats *tune; /* NULL when no GPU phase ran */
+  /* the judge phase (judge.h), NULL when none ran; the winners of `tune` are the tuner's, decided alone */
+  const struct at_judge_stats *judge;
   const char *arch;
   const char *db_path;
   const char *no_gpu_reason; /* set when timing was skipped for want of a GPU */

@@ -133,7 +133,15 @@ typedef struct at_compare_req {
   char db_path[4096];          /* the runtime library's DB, "" for none */
   char configs_dir[4096];      /* its exported configs, "" for none */
   char tag[64];                /* its tag filter, "" for any */
+  /* `autotune judge`: configs directories judge_dir/0 .. judge_dir/<judged - 1>, each the runtime's
+   * only source of one more provider (a candidate's config as the runtime launches it, tail
+   * included), checked and timed side by side with the others; 0 for none. */
+  int judged;
+  char judge_dir[4096];
 } at_compare_req;
+
+/* The most candidates one COMPARE request judges. */
+#define AT_CMP_MAX_JUDGED 8
 
 typedef struct at_compare_step {
   int provider;  /* AT_CMP_*, or -1 for the shape's inputs and reference */
@@ -160,6 +168,7 @@ typedef struct at_compare_reply {
   int sets;     /* input sets rotated through */
   char message[512];
   at_compare_result r[AT_CMP_NPROVIDERS];
+  at_compare_result judged[AT_CMP_MAX_JUDGED]; /* the request's judged configs, in its order */
 } at_compare_reply;
 
 #endif

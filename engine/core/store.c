@@ -37,6 +37,15 @@ static int sql_fail(at_store *s, const char *what, int rc, const char *file, int
       return sql_fail(s, #expr, sql_rc_, __FILE__, __LINE__);                                                          \
   } while (0)
 
+/* The times of candidates launched as the runtime launches them (`autotune judge`), tail included:
+ * its own table, so that the tuner's results stay what the tuner measured. */
+#define LAUNCHES_TABLE                                                                                                 \
+  "CREATE TABLE IF NOT EXISTS launches("                                                                               \
+  "  candidate_id INTEGER NOT NULL REFERENCES candidates(id), problem_id INTEGER NOT NULL REFERENCES problems(id),"    \
+  "  device_id INTEGER NOT NULL REFERENCES devices(id), run_id INTEGER REFERENCES runs(id),"                           \
+  "  status TEXT NOT NULL, time_us REAL, time_min_us REAL, time_max_us REAL, samples INTEGER, check_ratio REAL,"       \
+  "  plan TEXT, message TEXT, created TEXT NOT NULL, PRIMARY KEY(candidate_id, problem_id, device_id));"
+
 static const char *SCHEMA =
     "CREATE TABLE IF NOT EXISTS devices("
     "  id INTEGER PRIMARY KEY, name TEXT NOT NULL, arch TEXT NOT NULL, cc INTEGER NOT NULL,"
@@ -81,11 +90,11 @@ static const char *SCHEMA =
     "CREATE TABLE IF NOT EXISTS winners("
     "  problem_id INTEGER NOT NULL REFERENCES problems(id), device_id INTEGER NOT NULL REFERENCES devices(id),"
     "  candidate_id INTEGER NOT NULL REFERENCES candidates(id), time_us REAL NOT NULL,"
-    "  run_id INTEGER REFERENCES runs(id), decided TEXT NOT NULL, PRIMARY KEY(problem_id, device_id));"
+    "  run_id INTEGER REFERENCES runs(id), decided TEXT NOT NULL, basis TEXT, PRIMARY KEY(problem_id, device_id));"
     "CREATE TABLE IF NOT EXISTS baselines("
     "  problem_id INTEGER NOT NULL REFERENCES problems(id), device_id INTEGER NOT NULL REFERENCES devices(id),"
     "  name TEXT NOT NULL, time_us REAL NOT NULL, run_id INTEGER REFERENCES runs(id), check_ratio REAL,"
-    "  PRIMARY KEY(problem_id, device_id, name));";
+    "  PRIMARY KEY(problem_id, device_id, name));" LAUNCHES_TABLE;
 
 /* What turns a DB of version i into version i + 1, for i from 1. The columns it adds are in the
  * SCHEMA text too, so that a migrated DB and a new one have the same columns. */
@@ -102,6 +111,9 @@ static const char *const MIGRATIONS[AT_STORE_SCHEMA_VERSION] = {
     "CREATE UNIQUE INDEX IF NOT EXISTS runs_by_uid ON runs(uid);"
     "CREATE TABLE IF NOT EXISTS run_sources("
     "  run_id INTEGER NOT NULL REFERENCES runs(id), db TEXT NOT NULL, PRIMARY KEY(run_id, db));",
+    /* 3 -> 4: `autotune judge`: what a winner was decided on (NULL in the old rows: the tuner's
+     * side-by-side timing), and the launched times it was decided on. */
+    "ALTER TABLE winners ADD COLUMN basis TEXT;" LAUNCHES_TABLE,
 };
 
 sqlite3 *at_store_db(at_store *s) { return s->db; }
@@ -825,7 +837,7 @@ int at_store_adopt_result(at_store *s, int64_t candidate_id, int64_t problem_id,
 typedef struct retime_ctx {
   int64_t cand, problem, device, run;
   double us;
-  const char *name;
+  const char *name;    /* baselines: the baseline's name; winners: the basis (NULL: AT_BASIS_ALONE) */
   double check_ratio; /* baselines: < 0 for none */
 } retime_ctx;
 
@@ -852,7 +864,7 @@ static int winner_tx(at_store *s, void *p) {
   sqlite3_stmt *st;
   SQL_CHECK(s, sqlite3_prepare_v2(s->db,
                                   "INSERT OR REPLACE INTO winners(problem_id, device_id, candidate_id, time_us, run_id,"
-                                  " decided) VALUES(?,?,?,?,?,?)",
+                                  " decided, basis) VALUES(?,?,?,?,?,?,?)",
                                   -1, &st, NULL));
   char *now = at_utc_now_iso();
   sqlite3_bind_int64(st, 1, c->problem);
@@ -861,6 +873,7 @@ static int winner_tx(at_store *s, void *p) {
   sqlite3_bind_double(st, 4, c->us);
   bind_id(st, 5, c->run);
   bind_text(st, 6, now);
+  bind_text(st, 7, c->name ? c->name : AT_BASIS_ALONE);
   free(now);
   return step_done(s, st);
 }
@@ -869,6 +882,61 @@ int at_store_put_winner(at_store *s, int64_t problem_id, int64_t device_id, int6
                         int64_t run_id) {
   retime_ctx c = {candidate_id, problem_id, device_id, run_id, time_us, NULL};
   return at_store_tx(s, winner_tx, &c);
+}
+
+/* ---- launched times (`autotune judge`) --------------------------------------------------------- */
+
+typedef struct judge_ctx {
+  const at_launch_row *rows;
+  int n;
+  int64_t winner; /* < 0: the winner stays */
+  double winner_us;
+} judge_ctx;
+
+static int judge_tx(at_store *s, void *p) {
+  judge_ctx *c = p;
+  char *now = at_utc_now_iso();
+  int rc = AT_OK;
+  for (int i = 0; i < c->n && rc == AT_OK; i++) {
+    const at_launch_row *r = &c->rows[i];
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT OR REPLACE INTO launches(candidate_id, problem_id, device_id, run_id, status,"
+                           " time_us, time_min_us, time_max_us, samples, check_ratio, plan, message, created)"
+                           " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, &st, NULL) != SQLITE_OK) {
+      rc = sql_fail(s, "put launch", sqlite3_errcode(s->db), __FILE__, __LINE__);
+      break;
+    }
+    const int timed = r->time_us > 0;
+    sqlite3_bind_int64(st, 1, r->candidate_id);
+    sqlite3_bind_int64(st, 2, r->problem_id);
+    sqlite3_bind_int64(st, 3, r->device_id);
+    bind_id(st, 4, r->run_id);
+    bind_text(st, 5, r->status);
+    bind_real_or_null(st, 6, r->time_us, timed);
+    bind_real_or_null(st, 7, r->time_min_us, timed);
+    bind_real_or_null(st, 8, r->time_max_us, timed);
+    if (timed) sqlite3_bind_int(st, 9, r->samples);
+    bind_real_or_null(st, 10, r->check_ratio, r->check_ratio >= 0);
+    bind_text(st, 11, r->plan);
+    bind_text(st, 12, r->message);
+    bind_text(st, 13, now);
+    rc = step_done(s, st);
+  }
+  free(now);
+  if (rc == AT_OK && c->winner >= 0) {
+    retime_ctx w = {c->winner, c->rows[0].problem_id, c->rows[0].device_id, c->rows[0].run_id, c->winner_us,
+                    AT_BASIS_LAUNCHED};
+    rc = winner_tx(s, &w);
+  }
+  return rc;
+}
+
+int at_store_put_judgement(at_store *s, const at_launch_row *rows, int n, int64_t winner, double winner_us) {
+  if (n < 1) return AT_OK;
+  judge_ctx c = {rows, n, winner, winner_us};
+  return at_store_tx(s, judge_tx, &c);
 }
 
 static int baseline_tx(at_store *s, void *p) {
@@ -978,7 +1046,8 @@ int at_store_tuned_rows(at_store *s, const char *op, const char *tag, int64_t de
   *count = 0;
   sqlite3_stmt *st;
   SQL_CHECK(s, sqlite3_prepare_v2(s->db,
-                                  "SELECT p.m, r.candidate_id, r.time_us, EXISTS(SELECT 1 FROM winners w WHERE"
+                                  "SELECT p.m, r.candidate_id, r.time_us, coalesce(r.retime_us, r.time_us),"
+                                  " EXISTS(SELECT 1 FROM winners w WHERE"
                                   " w.problem_id=p.id AND w.device_id=r.device_id AND w.candidate_id=r.candidate_id)"
                                   " FROM results r JOIN problems p ON p.id=r.problem_id WHERE r.status='ok'"
                                   " AND r.time_us > 0 AND r.device_id=?1 AND p.op=?2 AND p.tag=?3 AND p.n=?4 AND p.k=?5"
@@ -1000,7 +1069,8 @@ int at_store_tuned_rows(at_store *s, const char *op, const char *tag, int64_t de
     t->m = sqlite3_column_int64(st, 0);
     t->candidate_id = sqlite3_column_int64(st, 1);
     t->time_us = sqlite3_column_double(st, 2);
-    t->winner = sqlite3_column_int(st, 3);
+    t->alone_us = sqlite3_column_double(st, 3);
+    t->winner = sqlite3_column_int(st, 4);
   }
   sqlite3_finalize(st);
   SQL_CHECK(s, rc);

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AT_STORE_SCHEMA_VERSION 3
+#define AT_STORE_SCHEMA_VERSION 4
 #define AT_STORE_SCHEMA_OLDEST_READ 1 /* at_store_open_readonly accepts versions from this one */
 
 typedef struct at_store at_store;
@@ -128,8 +128,32 @@ int at_store_adopt_result(at_store *s, int64_t candidate_id, int64_t problem_id,
  * candidate, and tries at_store_adopt_result only for those (one read, indexed by cubin). */
 int at_store_has_twin(at_store *s, int64_t candidate_id, int *has);
 
+/* What a winner was decided on (winners.basis): the tuner's side-by-side timing of the leaders alone
+ * (at_store_put_winner; NULL in a DB of before schema 4 means the same), or their times as the runtime
+ * launches them, tail included (`autotune judge`, at_store_put_judgement). winners.time_us is the
+ * winner's time alone either way (its re-timed median where it has one), so that winners of either
+ * basis compare (merge); the launched times are in the table launches. */
+#define AT_BASIS_ALONE "alone"
+#define AT_BASIS_LAUNCHED "launched"
+
 int at_store_put_winner(at_store *s, int64_t problem_id, int64_t device_id, int64_t candidate_id, double time_us,
                         int64_t run_id);
+
+/* One candidate's config launched through the runtime library on a problem (`autotune judge`). */
+typedef struct at_launch_row {
+  int64_t candidate_id, problem_id, device_id, run_id;
+  const char *status; /* the compare worker's: ok wrong none error fault */
+  double time_us, time_min_us, time_max_us; /* 0: not timed (NULL) */
+  int samples;
+  double check_ratio; /* < 0: not checked (NULL) */
+  const char *plan;   /* what the runtime launched: the kernel and its tail, if any */
+  const char *message;
+} at_launch_row;
+/* rows (one problem and device, n >= 1) replace their earlier launches, and, when winner >= 0, the
+ * problem's winner becomes that candidate with basis "launched" and time winner_us (its time alone):
+ * one transaction. */
+int at_store_put_judgement(at_store *s, const at_launch_row *rows, int n, int64_t winner, double winner_us);
+
 /* The recorded winner of a problem (candidate -1 when none) and a baseline's time (0 when none). */
 int at_store_get_winner(at_store *s, int64_t problem_id, int64_t device_id, int64_t *candidate_id, double *time_us);
 int at_store_get_baseline(at_store *s, int64_t problem_id, int64_t device_id, const char *name, double *time_us);
@@ -166,8 +190,9 @@ int at_store_tuned_nks(at_store *s, const char *op, int64_t device_id, at_tuned_
 
 typedef struct at_tuned_row {
   int64_t m, candidate_id;
-  double time_us;
-  int winner; /* the re-timed winner of its M */
+  double time_us;  /* its first timing */
+  double alone_us; /* its re-timed median where it was re-timed, else time_us */
+  int winner;      /* the winner of its M */
 } at_tuned_row;
 /* Every checked (ok) result of one (op, tag, N, K) on a device, from the newest version of each
  * template variant only: results of a template that has changed since are stale. */

@@ -17,7 +17,7 @@
 
 /* The tables copied, parents first. */
 static const char *const TABLES[] = {"devices", "runs", "run_sources", "variants", "candidates",
-                                     "problems", "results", "pruned", "winners", "baselines"};
+                                     "problems", "results", "pruned", "winners", "baselines", "launches"};
 enum { NTABLES = sizeof TABLES / sizeof TABLES[0] };
 
 static int fail_sql(sqlite3 *db, const char *what) {
@@ -356,10 +356,12 @@ static const char *const STEPS[] = {
     " ON CONFLICT(problem_id, device_id, name) DO UPDATE SET time_us = excluded.time_us, run_id = excluded.run_id,"
     " check_ratio = excluded.check_ratio;",
 
-    /* winners: the tuner's rule over the winners the inputs decided whose result is still ok */
+    /* winners: the tuner's rule over the winners the inputs decided whose result is still ok (their
+     * times alone, whatever the basis: a winner `autotune judge` chose on launched times keeps its
+     * basis when it is chosen here, and the merged DB is judged again to decide between inputs) */
     "CREATE TEMP TABLE b_winners AS SELECT * FROM (SELECT mp.new AS prob_new, md.new AS dev_new, mc.new AS cand_new,"
-    " w.time_us, mr.new AS run_new, w.decided, row_number() OVER (PARTITION BY mp.new, md.new ORDER BY w.time_us,"
-    " c.compile_key, w.decided DESC, ru.uid) AS rn FROM temp.s_winners w"
+    " w.time_us, mr.new AS run_new, w.decided, w.basis, row_number() OVER (PARTITION BY mp.new, md.new ORDER BY"
+    " w.time_us, c.compile_key, w.decided DESC, ru.uid) AS rn FROM temp.s_winners w"
     " JOIN temp.m_problems mp ON mp.src = w.src AND mp.old = w.problem_id"
     " JOIN temp.m_devices md ON md.src = w.src AND md.old = w.device_id"
     " JOIN temp.m_candidates mc ON mc.src = w.src AND mc.old = w.candidate_id JOIN candidates c ON c.id = mc.new"
@@ -369,10 +371,25 @@ static const char *const STEPS[] = {
     "DELETE FROM winners WHERE NOT EXISTS (SELECT 1 FROM temp.b_winners b WHERE b.prob_new = winners.problem_id AND"
     " b.dev_new = winners.device_id);"
     "CREATE TEMP TABLE c_dropped AS SELECT changes() AS n;"
-    "INSERT INTO winners(problem_id, device_id, candidate_id, time_us, run_id, decided) SELECT prob_new, dev_new, cand_new,"
-    " time_us, run_new, decided FROM temp.b_winners WHERE 1 ORDER BY 1, 2 ON CONFLICT(problem_id, device_id) DO UPDATE"
-    " SET candidate_id = excluded.candidate_id, time_us = excluded.time_us, run_id = excluded.run_id,"
-    " decided = excluded.decided;",
+    "INSERT INTO winners(problem_id, device_id, candidate_id, time_us, run_id, decided, basis) SELECT prob_new, dev_new,"
+    " cand_new, time_us, run_new, decided, basis FROM temp.b_winners WHERE 1 ORDER BY 1, 2 ON CONFLICT(problem_id,"
+    " device_id) DO UPDATE SET candidate_id = excluded.candidate_id, time_us = excluded.time_us, run_id = excluded.run_id,"
+    " decided = excluded.decided, basis = excluded.basis;",
+
+    /* launched times (`autotune judge`), by (candidate, problem, device): the newest */
+    "INSERT INTO launches(candidate_id, problem_id, device_id, run_id, status, time_us, time_min_us, time_max_us, samples,"
+    " check_ratio, plan, message, created) SELECT cand_new, prob_new, dev_new, run_new, status, time_us, time_min_us,"
+    " time_max_us, samples, check_ratio, plan, message, created FROM (SELECT l.*, mc.new AS cand_new, mp.new AS prob_new,"
+    " md.new AS dev_new, mr.new AS run_new, row_number() OVER (PARTITION BY mc.new, mp.new, md.new ORDER BY l.created"
+    " DESC, ru.uid DESC, l.time_us) AS rn FROM temp.s_launches l"
+    " JOIN temp.m_candidates mc ON mc.src = l.src AND mc.old = l.candidate_id"
+    " JOIN temp.m_problems mp ON mp.src = l.src AND mp.old = l.problem_id"
+    " JOIN temp.m_devices md ON md.src = l.src AND md.old = l.device_id"
+    " LEFT JOIN temp.m_runs mr ON mr.src = l.src AND mr.old = l.run_id LEFT JOIN runs ru ON ru.id = mr.new) WHERE rn = 1"
+    " ORDER BY 1, 2, 3 ON CONFLICT(candidate_id, problem_id, device_id) DO UPDATE SET run_id = excluded.run_id,"
+    " status = excluded.status, time_us = excluded.time_us, time_min_us = excluded.time_min_us,"
+    " time_max_us = excluded.time_max_us, samples = excluded.samples, check_ratio = excluded.check_ratio,"
+    " plan = excluded.plan, message = excluded.message, created = excluded.created;",
 };
 
 static const char *const SCRATCH[] = {"b_devices", "m_devices", "b_runs", "m_runs", "b_variants", "m_variants",

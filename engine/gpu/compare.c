@@ -10,7 +10,12 @@
  * request's DB, configs and tag, and with nothing at all (so it answers with the op's built-in
  * config); `cublaslt` is the op's vendor kernel; `cublas` is the cuBLAS FP32 GEMM that makes the
  * reference: it is the reference, so it is not checked, and it is timed alone after the others, on
- * the one input set whose fp32 copies exist (the tuner times its baseline the same way). */
+ * the one input set whose fp32 copies exist (the tuner times its baseline the same way).
+ *
+ * `autotune judge` adds providers to a request: configs directories judge_dir/0, /1, ..., each
+ * opened as the only source of a runtime of its own, so that each is one candidate's config
+ * launched as the runtime launches it (its tail included), checked and timed side by side with the
+ * others. Provider numbers from AT_CMP_NPROVIDERS up are these (STEP frames say them so). */
 #include "compare.h"
 
 #include <stdint.h>
@@ -53,7 +58,8 @@ typedef struct cmp_worker {
   int sets;
   at_runtime *rt[NRT];    /* RT_TUNED: the request's DB and configs; RT_BUILTIN: no source at all */
   char rt_key[8300];      /* the options RT_TUNED was opened with: another set reopens it */
-  prov pv[AT_CMP_NPROVIDERS];
+  at_runtime *judge_rt[AT_CMP_MAX_JUDGED]; /* the request's judged configs (opened per request) */
+  prov pv[AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED];
   int dead;               /* the context is gone: reply, then exit */
 } cmp_worker;
 
@@ -87,6 +93,16 @@ static void failed(cmp_worker *w, at_compare_result *r, const char *what) {
 
 static int which_runtime(int p) { return p == AT_CMP_DEFAULT ? RT_BUILTIN : RT_TUNED; }
 
+/* The runtime provider p launches through: a judged config's own, or RT_TUNED / RT_BUILTIN. */
+static at_runtime *runtime_of(cmp_worker *w, int p) {
+  return p >= AT_CMP_NPROVIDERS ? w->judge_rt[p - AT_CMP_NPROVIDERS] : w->rt[which_runtime(p)];
+}
+
+/* Provider p's result in the reply. */
+static at_compare_result *result_of(at_compare_reply *rep, int p) {
+  return p >= AT_CMP_NPROVIDERS ? &rep->judged[p - AT_CMP_NPROVIDERS] : &rep->r[p];
+}
+
 /* ---- the providers, as timed units (bench.h) -------------------------------------------------- */
 
 /* The runtime library's launch path, exactly as an inference process calls it: set i's buffers, on
@@ -97,7 +113,7 @@ static int enqueue_runtime(void *ctx, int set, CUstream stream) {
   CUdeviceptr b[5];
   if (!w->gop->operands || w->gop->operands(w->state, set, b, 5) != 5)
     return at_fail(AT_ERR_RUNTIME, "op %s gives no operands for the runtime's launch", w->gop->name);
-  int rc = at_gemm_a8w8_blockscale(w->rt[which_runtime(v->p)], (const void *)(uintptr_t)b[0],
+  int rc = at_gemm_a8w8_blockscale(runtime_of(w, v->p), (const void *)(uintptr_t)b[0],
                                    (const float *)(uintptr_t)b[1], (const void *)(uintptr_t)b[2],
                                    (const float *)(uintptr_t)b[3], (void *)(uintptr_t)b[4], w->shape.m, w->shape.n,
                                    w->shape.k, (void *)stream);
@@ -112,6 +128,14 @@ static int enqueue_vendor(void *ctx, int set, CUstream stream) {
 
 /* The providers timed side by side; cublas is timed alone (time_cublas). */
 static const at_enqueue_fn ENQUEUE[AT_CMP_NPROVIDERS] = {enqueue_runtime, enqueue_vendor, enqueue_runtime, NULL};
+
+/* Provider p's timed unit: a judged config is the runtime's launch path too. */
+static at_enqueue_fn enqueue_of(int p) { return p >= AT_CMP_NPROVIDERS ? enqueue_runtime : ENQUEUE[p]; }
+
+/* Does the request ask for provider p? */
+static int wanted(const at_compare_req *q, int p) {
+  return p >= AT_CMP_NPROVIDERS ? p - AT_CMP_NPROVIDERS < q->judged : q->use[p];
+}
 
 /* ---- one shape -------------------------------------------------------------------------------- */
 
@@ -188,13 +212,30 @@ static void note_tail(const cmp_worker *w, at_compare_result *r) {
            t.cluster_k == 2 ? " CK2" : "");
 }
 
+/* A judged config's runtime: judge_dir/<i> its only source, tag and modes as for RT_TUNED, and its
+ * templates from judge_dir/<i>/templates where the parent put that link (the directory of the
+ * config's variant in the space: the tuner's templates), else the runtime's own. */
+static int open_judged(cmp_worker *w, const at_compare_req *q, int i) {
+  char dir[4200], templates[4300];
+  snprintf(dir, sizeof dir, "%s/%d", q->judge_dir, i);
+  snprintf(templates, sizeof templates, "%s/templates", dir);
+  at_runtime_options o = {NULL, dir, q->tag[0] ? q->tag : NULL, access(templates, F_OK) == 0 ? templates : NULL, NULL};
+  if (at_runtime_open(&o, &w->judge_rt[i]) != AT_STATUS_OK)
+    return at_fail(AT_ERR_RUNTIME, "at_runtime_open(%s): %s", dir, at_runtime_last_error());
+  return AT_OK;
+}
+
+static void close_judged(cmp_worker *w) {
+  for (int i = 0; i < AT_CMP_MAX_JUDGED; i++) at_runtime_close(w->judge_rt[i]), w->judge_rt[i] = NULL;
+}
+
 /* What the runtime of provider p would launch for the shape on this GPU; 0 (r says why) when it has
  * nothing. */
 static int select_config(cmp_worker *w, const at_compare_req *q, int p, at_compare_result *r) {
-  int which = which_runtime(p);
-  if (ensure_runtime(w, q, which)) return set_result(r, "none", "%s", at_errmsg()), 0;
+  int rc = p >= AT_CMP_NPROVIDERS ? open_judged(w, q, p - AT_CMP_NPROVIDERS) : ensure_runtime(w, q, which_runtime(p));
+  if (rc) return set_result(r, "none", "%s", at_errmsg()), 0;
   at_selection sel;
-  if (at_runtime_select(w->rt[which], q->shape.op, w->shape.m, w->shape.n, w->shape.k, NULL, &sel) != AT_STATUS_OK)
+  if (at_runtime_select(runtime_of(w, p), q->shape.op, w->shape.m, w->shape.n, w->shape.k, NULL, &sel) != AT_STATUS_OK)
     return set_result(r, "none", "the runtime library has no config: %s", at_runtime_last_error()), 0;
   copy_str(r->source, sizeof r->source, sel.source);
   copy_str(r->path, sizeof r->path, sel.path);
@@ -216,7 +257,7 @@ static void check_provider(cmp_worker *w, int p, const at_check_bound *bound, at
   CUdeviceptr absref = w->gop->reference_abs ? w->gop->reference_abs(w->state) : 0;
   for (int pass = 1; pass <= 2; pass++) {
     const char *run = pass == 1 ? "first run" : "second run";
-    if (at_poison_bf16(&w->g, out, count) || ENQUEUE[p](&w->pv[p], 0, w->g.stream)) {
+    if (at_poison_bf16(&w->g, out, count) || enqueue_of(p)(&w->pv[p], 0, w->g.stream)) {
       failed(w, r, run);
       return;
     }
@@ -251,15 +292,16 @@ static void check_provider(cmp_worker *w, int p, const at_check_bound *bound, at
  * temperature and neither always runs right after the other. With two or more, each sample follows
  * an L2 scrub (scrub.h): no provider reads what the one before it left in L2. */
 static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_reply *rep) {
-  at_timed *t[AT_CMP_NPROVIDERS] = {0};
-  double *v[AT_CMP_NPROVIDERS] = {0};
-  int active[AT_CMP_NPROVIDERS], na = 0;
+  enum { NP = AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED };
+  at_timed *t[NP] = {0};
+  double *v[NP] = {0};
+  int active[NP], na = 0;
   const int samples = q->shape.samples, warmup = q->shape.warmup;
-  for (int p = 0; p < AT_CMP_NPROVIDERS && !w->dead; p++) {
-    if (!ENQUEUE[p] || !q->use[p] || strcmp(rep->r[p].status, "ok") != 0) continue;
+  for (int p = 0; p < NP && !w->dead; p++) {
+    if (!enqueue_of(p) || !wanted(q, p) || strcmp(result_of(rep, p)->status, "ok") != 0) continue;
     step(w, p, "capture");
-    if (at_timed_create(&w->g, ENQUEUE[p], &w->pv[p], w->sets, &t[p])) {
-      failed(w, &rep->r[p], "capturing the timing graph");
+    if (at_timed_create(&w->g, enqueue_of(p), &w->pv[p], w->sets, &t[p])) {
+      failed(w, result_of(rep, p), "capturing the timing graph");
       t[p] = NULL;
       continue;
     }
@@ -273,7 +315,7 @@ static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_re
       step(w, p, s < 0 ? "warm-up" : "timing");
       double us = 0;
       if ((na > 1 && at_l2_scrub(&w->g)) || at_timed_sample(t[p], &us)) {
-        failed(w, &rep->r[p], "timing");
+        failed(w, result_of(rep, p), "timing");
         if (!w->dead) at_timed_destroy(t[p]);
         t[p] = NULL;
         continue;
@@ -282,7 +324,7 @@ static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_re
     }
   for (int i = 0; i < na; i++) {
     int p = active[i];
-    at_compare_result *r = &rep->r[p];
+    at_compare_result *r = result_of(rep, p);
     if (t[p] && !w->dead) {
       r->samples = samples;
       r->time_us = at_median(v[p], samples); /* sorts v */
@@ -318,13 +360,14 @@ static void time_cublas(cmp_worker *w, const at_compare_req *q, at_compare_resul
 
 static void serve_compare(cmp_worker *w, const at_compare_req *q, at_compare_reply *rep) {
   memset(rep, 0, sizeof *rep);
-  for (int p = 0; p < AT_CMP_NPROVIDERS; p++) {
-    rep->r[p].check_ratio = rep->r[p].max_abs_err = -1;
-    rep->r[p].first_bad = -1;
+  for (int p = 0; p < AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED; p++) {
+    at_compare_result *r = result_of(rep, p);
+    r->check_ratio = r->max_abs_err = -1;
+    r->first_bad = -1;
   }
-  if (q->shape.samples < 1 || q->shape.warmup < 0) {
-    snprintf(rep->message, sizeof rep->message, "bad request: %d samples, %d warm-up", q->shape.samples,
-             q->shape.warmup);
+  if (q->shape.samples < 1 || q->shape.warmup < 0 || q->judged < 0 || q->judged > AT_CMP_MAX_JUDGED) {
+    snprintf(rep->message, sizeof rep->message, "bad request: %d samples, %d warm-up, %d judged configs",
+             q->shape.samples, q->shape.warmup, q->judged);
     return;
   }
   if (shape_setup(w, q, rep)) {
@@ -337,6 +380,14 @@ static void serve_compare(cmp_worker *w, const at_compare_req *q, at_compare_rep
       if (select_config(w, q, p, &rep->r[p])) {
         step(w, p, "check");
         check_provider(w, p, &bound, &rep->r[p]);
+      }
+    }
+    for (int i = 0; i < q->judged && !w->dead; i++) {
+      int p = AT_CMP_NPROVIDERS + i;
+      step(w, p, "select");
+      if (select_config(w, q, p, &rep->judged[i])) {
+        step(w, p, "check");
+        check_provider(w, p, &bound, &rep->judged[i]);
       }
     }
     if (q->use[AT_CMP_CUBLASLT] && !w->dead) {
@@ -366,10 +417,11 @@ static void serve_compare(cmp_worker *w, const at_compare_req *q, at_compare_rep
     if (q->use[AT_CMP_CUBLAS] && !w->dead) time_cublas(w, q, &rep->r[AT_CMP_CUBLAS]);
   }
   /* Whatever failed, the providers asked for and not run say so, and the parent names them. */
-  for (int p = 0; p < AT_CMP_NPROVIDERS; p++)
-    if (q->use[p] && !rep->r[p].status[0])
-      set_result(&rep->r[p], w->dead ? "fault" : "error", "not run: %.400s",
+  for (int p = 0; p < AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED; p++)
+    if (wanted(q, p) && !result_of(rep, p)->status[0])
+      set_result(result_of(rep, p), w->dead ? "fault" : "error", "not run: %.400s",
                  rep->message[0] ? rep->message : "the GPU context was lost before it");
+  if (!w->dead) close_judged(w); /* a dead context's runtimes are left to the exit */
   rep->sticky = w->dead;
 }
 
@@ -380,7 +432,7 @@ int at_compare_worker_main(int gpu, int in, int out) {
   unsetenv("AUTOTUNE_CONFIGS");
   cmp_worker *w = at_xcalloc(1, sizeof *w);
   w->out = out;
-  for (int p = 0; p < AT_CMP_NPROVIDERS; p++) w->pv[p] = (prov){w, p};
+  for (int p = 0; p < AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED; p++) w->pv[p] = (prov){w, p};
   if (at_gpu_open(gpu, &w->g)) {
     send_error(out, at_errmsg());
     free(w);
@@ -426,6 +478,7 @@ int at_compare_worker_main(int gpu, int in, int out) {
   }
   if (w->state) w->gop->teardown(w->state);
   for (int i = 0; i < NRT; i++) at_runtime_close(w->rt[i]);
+  close_judged(w);
   free(w);
   return rc;
 }

@@ -1,7 +1,7 @@
 /* test_olddb.c: old DBs keep working (argv[1] is the binary). Every command that reads a DB is run
- * on a copy of the committed DB of the previous schema, test/data/db/v3.db (made by
- * test/data/db/make_db.c; when the schema moves on, that file stays and keeps this test honest), and
- * on a version 1 DB (test/data/db/store_v1.sql): report (tables, CSV), export, query (the runtime's
+ * on a copy of the committed DB of the current schema, test/data/db/v4.db, and of the previous one,
+ * v3.db (made by test/data/db/make_db.c; when the schema moves on, those files stay and keep this
+ * test honest), and on a version 1 DB (test/data/db/store_v1.sql): report (tables, CSV), export, query (the runtime's
  * lookup), expect record, merge, and tune on the copy (the writer migrates it in place and resumes
  * from it). Nothing here needs a GPU. */
 #include <sqlite3.h>
@@ -127,10 +127,38 @@ int main(int argc, char **argv) {
   CHECK_EQ_INT(RUN(&out, "report", "--db", v3, "--top", "0"), 0);
   free(out);
 
+  /* The DB of schema 4: a judge run made the second fastest candidate alone the winner of 16 x 1024 x
+   * 512 on launched times; export, query and merge follow it. */
+  char *v4 = copy_of("db/v4.db");
+  read_commands(v4, 4, "REPORT", 2, "16", "1024", "512", 90, AT_STORE_SCHEMA_VERSION != 4);
+  const char *const WINNER = "SELECT candidate_id FROM winners WHERE problem_id = (SELECT id FROM problems WHERE m = 16"
+                             " AND n = 1024 AND k = 512)";
+  int64_t judged = dbq(v4, "%s AND basis = 'launched'", WINNER);
+  CHECK(judged > 0);
+  CHECK(judged != dbq(v4, "SELECT candidate_id FROM results WHERE problem_id = (SELECT problem_id FROM winners WHERE"
+                          " candidate_id = %lld AND basis = 'launched' LIMIT 1) AND status = 'ok' ORDER BY time_us"
+                          " LIMIT 1", (long long)judged));
+  CHECK_EQ_INT(dbq(v4, "SELECT count(*) FROM launches"), 6);
+  char *sql = at_xasprintf("SELECT params FROM candidates WHERE id = %lld", (long long)judged);
+  char *params = dbq_dump(v4, sql);
+  free(sql);
+  params[strcspn(params, "\n")] = 0;
+  CHECK(params[0] == '{');
+  CHECK_EQ_INT(RUN(&out, "query", "--db", v4, "--op", "gemm_a8w8_blockscale", "-M", "16", "-N", "1024", "-K", "512",
+                   "--device", "sm90"),
+               0);
+  CHECK_CONTAINS(out, params);
+  free(out), free(params);
+  char *merged = at_path_join(TMP, "merged.db"); /* read_commands' merge of v4 into a new DB */
+  CHECK_EQ_INT(dbq(merged, "SELECT count(*) FROM launches"), 6);
+  CHECK_EQ_INT(dbq(merged, "SELECT count(*) FROM winners WHERE basis = 'launched'"), 2);
+  CHECK_EQ_INT(dbq(merged, "SELECT count(*) FROM winners WHERE basis = 'alone'"), 3);
+  free(merged);
+
   /* A DB of schema 1 (no check_ratio, no run uid): one shape of tag OLD, one result. */
   char *v1 = v1_db();
   read_commands(v1, 1, "OLD", 1, "64", "1024", "512", 1, 1);
 
-  free(v1), free(v3), free(space), free(cache);
+  free(v1), free(v3), free(v4), free(space), free(cache);
   return check_summary();
 }

@@ -1,13 +1,16 @@
-/* make_db.c: makes test/data/db/v3.db, the DB of the current schema that the `olddb` test reads
- * with every command (old DBs keep working: docs/formats.md, "Opening, schema version").
+/* make_db.c: makes test/data/db/v4.db, the DB of the current schema that the `olddb` test reads
+ * with every command (old DBs keep working: docs/formats.md, "Opening, schema version"); v3.db, the
+ * previous schema's, was made by this program before schema 4 (without the judge run below).
  *
- *   ninja -C build test/make_test_db && build/test/make_test_db build/autotune test/data/db/v3.db
+ *   ninja -C build test/make_test_db && build/test/make_test_db build/autotune test/data/db/v4.db
  *
  * The structure is real: a compile-only run of test/data/spaces/report.yaml by the autotune given
  * (candidates with their ptxas figures, variants, pruning counts), then a second run written through
  * the store's own functions (core/store.h) as the tuner writes one: an H100's device row and
  * measured peaks, a result for every (candidate, shape) with every status, the leaders re-timed,
- * winners, the cuBLAS reference and the vendor baseline. The times are made up, from a simple model
+ * winners, the cuBLAS reference and the vendor baseline; then a judge run (`autotune judge`) on the
+ * first two shapes: their leaders' launched times, and on the first shape the second leader made the
+ * winner as launched. The times are made up, from a simple model
  * of the tiles and waves (deterministic, not measured), and the messages say so. Run it again only
  * when the schema changes: the file then keeps the previous version for the test, under a new name. */
 #include <math.h>
@@ -161,6 +164,42 @@ int main(int argc, char **argv) {
     free(t);
   }
   if (at_store_end_run(s, run, "done")) return die("the run's end");
+
+  /* The judge run: the three fastest of each of the first two shapes launched; on shape 0 the
+   * second is 3% faster as launched than the winner and takes its place, on shape 1 the winner stays. */
+  info.command = "autotune judge test/data/spaces/report.yaml (times made up by test/data/db/make_db.c)";
+  if (at_store_begin_run(s, &info, &run)) return die("the judge run");
+  for (size_t j = 0; j < 2 && j < space->nshapes; j++) {
+    const at_shape *sh = &space->shapes[j];
+    at_tuned_row *ls = NULL;
+    size_t nl = 0, k = 0;
+    int64_t prob;
+    if (at_store_tuned_rows(s, space->op_name, space->tag, dev, sh->n, sh->k, &ls, &nl) ||
+        at_store_problem(s, space->op_name, space->tag, sh->m, sh->n, sh->k, &prob))
+      return die("the leaders");
+    for (size_t i = 0; i < nl; i++) /* this M's, fastest first (insertion: a few dozen rows) */
+      if (ls[i].m == sh->m) {
+        at_tuned_row r = ls[i];
+        size_t at = k++;
+        for (; at > 0 && ls[at - 1].time_us > r.time_us; at--) ls[at] = ls[at - 1];
+        ls[at] = r;
+      }
+    if (k < 3) return die("the leaders");
+    at_launch_row rows[3];
+    int w = -1;
+    for (int i = 0; i < 3; i++) {
+      double us = ls[i].time_us * (i == 1 && j == 0 ? 0.95 : 0.98);
+      rows[i] = (at_launch_row){ls[i].candidate_id, prob, dev, run, "ok", us, us * 0.99, us * 1.03, 10, 0.05,
+                                "gemm_a8w8_blockscale_mma<...> (made up for this test DB)", ""};
+      if (ls[i].winner) w = i;
+    }
+    if (w < 0) return die("a winner among the leaders");
+    if (j == 0) w = 1;
+    int rc = at_store_put_judgement(s, rows, 3, ls[w].candidate_id, ls[w].alone_us); /* winners keep times alone */
+    free(ls);
+    if (rc) return die("a judgement");
+  }
+  if (at_store_end_run(s, run, "done")) return die("the judge run's end");
   /* One plain file: no -wal beside it (the tuner sets WAL again when it opens it for writing). */
   if (at_store_exec(s, "PRAGMA journal_mode=DELETE; VACUUM;")) return die("the vacuum");
   at_store_close(s);
