@@ -19,7 +19,9 @@
   with exit 2.
 - scripts/menu_space.py: from the committed files, every config once; those that hold their scales
   in shared memory (SCALE_KB) in variants of their own whose SCALE_KB follows K, the others without
-  it; a parameter a file leaves out takes the op's value for it."""
+  it; a parameter a file leaves out takes the op's value for it.
+- scripts/slurm/merge_export.sbatch with a stand-in `autotune`: merge then export; with
+  AUTOTUNE_JUDGE=1 the merged DB is judged between them, and a judge that fails stops the export."""
 import glob
 import json
 import os
@@ -280,6 +282,35 @@ else:
     r = run(menu, part)
     check(r.returncode == 0 and "CLUSTER_K == 1" in r.stdout and "CLUSTER_K == 0" not in r.stdout and
           "KPIPE == 0" not in r.stdout and "CLUSTER_N == 0" not in r.stdout, f"absent parameters at the op's values ({r.stderr.strip()})")
+
+    # merge_export.sbatch (plain bash under its #SBATCH lines): the commands it runs, in order.
+    sl = os.path.join(tmp, "slurm")
+    os.makedirs(os.path.join(sl, "shards"))
+    for i in (1, 2):
+        open(os.path.join(sl, "shards", f"sp-shard-{i}-of-2.db"), "w").close()
+    fake = os.path.join(sl, "fake_autotune")
+    with open(fake, "w") as fh:
+        fh.write("#!/bin/sh\necho \"$*\" >> \"$FAKE_LOG\"\n"
+                 "[ \"$1\" = merge ] && echo 'shard 1/2: finished' && echo 'shard 2/2: finished'\n"
+                 "[ \"$1\" = judge ] && exit \"${FAKE_JUDGE_RC:-0}\"\nexit 0\n")
+    os.chmod(fake, 0o755)
+    def merge_job(**extra):
+        log = os.path.join(sl, "log")
+        if os.path.exists(log):
+            os.remove(log)
+        env = dict(os.environ, AUTOTUNE=fake, AUTOTUNE_SPACE="sp.yaml", AUTOTUNE_SHARDS="2", FAKE_LOG=log,
+                   AUTOTUNE_SHARD_DIR=os.path.join(sl, "shards"), AUTOTUNE_DB=os.path.join(sl, "all.db"), **extra)
+        if "AUTOTUNE_JUDGE" not in extra:
+            env.pop("AUTOTUNE_JUDGE", None)  # the caller's environment decides nothing here
+        r = subprocess.run(["bash", os.path.join(os.path.abspath(ROOT), "scripts", "slurm", "merge_export.sbatch")], env=env,
+                           capture_output=True, text=True, cwd=sl)
+        return r.returncode, [l.split()[0] for l in open(log)] if os.path.exists(log) else []
+    rc, cmds = merge_job()
+    check(rc == 0 and cmds == ["merge", "export"], f"merge job: merge, export ({rc}, {cmds})")
+    rc, cmds = merge_job(AUTOTUNE_JUDGE="1")
+    check(rc == 0 and cmds == ["merge", "judge", "export"], f"AUTOTUNE_JUDGE=1: merge, judge, export ({rc}, {cmds})")
+    rc, cmds = merge_job(AUTOTUNE_JUDGE="1", FAKE_JUDGE_RC="1")
+    check(rc == 1 and cmds == ["merge", "judge"], f"a judge that fails stops the export ({rc}, {cmds})")
 
 print(f"{checks} checks, {failed} failed")
 sys.exit(1 if failed else 0)
