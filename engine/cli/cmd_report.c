@@ -132,8 +132,8 @@ static void count_statuses(const rep_shape *s, int64_t counts[NSTATUS]) {
 }
 
 static void print_shape_table(const rep_view *v, size_t from, size_t to) {
-  printf("%7s %7s %7s  %-28s %7s %5s %10s %8s %6s %10s %8s %11s\n", "M", "N", "K", "name (tag)", "results", "ok",
-         "winner us", "TFLOP/s", "roof%", "vendor us", "speedup", "cuBLAS32 us");
+  printf("%7s %7s %7s  %-28s %7s %5s %10s %8s %6s %10s %8s %11s %11s\n", "M", "N", "K", "name (tag)", "results", "ok",
+         "winner us", "TFLOP/s", "roof%", "vendor us", "speedup", "cuBLAS32 us", "launched us");
   for (size_t i = from; i < to; i++) {
     const rep_shape *s = &v->shapes[i];
     int64_t counts[NSTATUS];
@@ -144,7 +144,8 @@ static void print_shape_table(const rep_view *v, size_t from, size_t to) {
     else
       snprintf(name, sizeof name, "(%s)", s->prob->tag);
     double w = s->winner ? s->winner->time_us : -1, tf = rep_tflops(s, w), rf = rep_roofline(v, s, w);
-    char wt[16] = "-", tft[16] = "-", roof[16] = "-", vt[16] = "-", sp[16] = "-", rt[16] = "-";
+    char wt[16] = "-", tft[16] = "-", roof[16] = "-", vt[16] = "-", sp[16] = "-", rt[16] = "-", lt[16] = "-";
+    if (s->winner && s->winner->launched_us > 0) snprintf(lt, sizeof lt, "%.2f", s->winner->launched_us);
     if (w > 0) {
       snprintf(wt, sizeof wt, "%.2f", w);
       snprintf(tft, sizeof tft, "%.1f", tf);
@@ -153,8 +154,9 @@ static void print_shape_table(const rep_view *v, size_t from, size_t to) {
     if (s->vendor_us > 0) snprintf(vt, sizeof vt, "%.2f", s->vendor_us);
     if (s->vendor_us > 0 && w > 0) snprintf(sp, sizeof sp, "%.2fx", s->vendor_us / w);
     if (s->ref_us > 0) snprintf(rt, sizeof rt, "%.2f", s->ref_us);
-    printf("%7lld %7lld %7lld  %-28s %7zu %5lld %10s %8s %6s %10s %8s %11s\n", (long long)s->prob->m,
-           (long long)s->prob->n, (long long)s->prob->k, name, s->nrows, (long long)counts[0], wt, tft, roof, vt, sp, rt);
+    printf("%7lld %7lld %7lld  %-28s %7zu %5lld %10s %8s %6s %10s %8s %11s %11s\n", (long long)s->prob->m,
+           (long long)s->prob->n, (long long)s->prob->k, name, s->nrows, (long long)counts[0], wt, tft, roof, vt, sp, rt,
+           lt);
   }
 }
 
@@ -166,6 +168,9 @@ static void print_top(const rep_view *v, const rep_shape *s, int top) {
          s->dev->name, s->nrows);
   for (int k = 0; k < NSTATUS; k++) printf("%s %s %lld", k ? "," : "", STATUSES[k], (long long)counts[k]);
   printf("\n");
+  if (s->winner && strcmp(s->winner->basis, "launched") == 0)
+    printf("   the winner (*) was decided as the runtime launches it (autotune judge): %.2f us launched\n",
+           s->winner->launched_us);
   size_t n;
   const rep_row **r = rep_ranked(s, &n);
   if (top == 0 || n == 0) {

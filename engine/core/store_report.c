@@ -100,6 +100,8 @@ static void winner_row(sqlite3_stmt *st, void *p) {
   at_rep_winner *w = p;
   w->problem_id = integer(st, 0), w->device_id = integer(st, 1), w->candidate_id = integer(st, 2);
   w->time_us = num(st, 3);
+  copy(w->basis, sizeof w->basis, st, 4);
+  w->launched_us = num(st, 5);
 }
 
 static void baseline_row(sqlite3_stmt *st, void *p) {
@@ -140,6 +142,14 @@ int at_store_report_load(at_store *s, at_report_data *d) {
       " r.retime_us, r.tflops, r.gbs, r.roofline_pct, %s, r.max_abs_err, r.samples, r.cut, r.occupancy, r.bad_count,"
       " r.message FROM results r ORDER BY r.device_id, r.problem_id, r.candidate_id",
       ratio);
+  /* winners.basis and launches came with version 4 (`autotune judge`). */
+  const char *winners_sql =
+      version >= 4 ? "SELECT w.problem_id, w.device_id, w.candidate_id, w.time_us, coalesce(w.basis, 'alone'), l.time_us"
+                     " FROM winners w LEFT JOIN launches l ON l.candidate_id = w.candidate_id AND"
+                     " l.problem_id = w.problem_id AND l.device_id = w.device_id AND l.status = 'ok'"
+                     " ORDER BY w.problem_id, w.device_id"
+                   : "SELECT problem_id, device_id, candidate_id, time_us, 'alone', NULL FROM winners"
+                     " ORDER BY problem_id, device_id";
   char *baselines_sql = at_xasprintf("SELECT problem_id, device_id, name, time_us, %s FROM baselines ORDER BY problem_id,"
                                      " device_id, name", version >= 2 ? "check_ratio" : "NULL");
   int rc = read_all(s, "SELECT id, name, arch, cc, sm_count, smem_per_block FROM devices ORDER BY id", sizeof *d->devices,
@@ -157,8 +167,7 @@ int at_store_report_load(at_store *s, at_report_data *d) {
   if (rc == AT_OK)
     rc = read_all(s, results_sql, sizeof *d->results, (void **)&d->results, &d->nresults, result_row);
   if (rc == AT_OK)
-    rc = read_all(s, "SELECT problem_id, device_id, candidate_id, time_us FROM winners ORDER BY problem_id, device_id",
-                  sizeof *d->winners, (void **)&d->winners, &d->nwinners, winner_row);
+    rc = read_all(s, winners_sql, sizeof *d->winners, (void **)&d->winners, &d->nwinners, winner_row);
   if (rc == AT_OK)
     rc = read_all(s, baselines_sql, sizeof *d->baselines, (void **)&d->baselines, &d->nbaselines, baseline_row);
   if (rc == AT_OK)

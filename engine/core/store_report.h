@@ -49,7 +49,9 @@ typedef struct at_rep_result {
 
 typedef struct at_rep_winner {
   int64_t problem_id, device_id, candidate_id;
-  double time_us;
+  double time_us;     /* alone (winners.time_us) */
+  char basis[16];     /* "alone" or "launched" (winners.basis; "alone" before schema 4) */
+  double launched_us; /* its checked time as the runtime launches it (launches), -1 when not judged */
 } at_rep_winner;
 
 typedef struct at_rep_baseline {

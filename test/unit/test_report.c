@@ -2,7 +2,8 @@
  * binary): the tables (per shape, the top candidates with occupancy, every status counted per shape
  * and per variant, the pruning counts), --csv with one row per result (RFC 4180, every row as wide
  * as the header), --plot as well-formed XML (python3's parser) in both kinds, the filters, and errors
- * naming the argument; the theoretical occupancy (core/occupancy.h) against hand-worked cases. */
+ * naming the argument; the theoretical occupancy (core/occupancy.h) against hand-worked cases; and on
+ * v4.db (a judge run made one shape's winner as launched) the launched time of the judged winners. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,35 @@ static void occupancy(void) {
   CHECK_EQ_INT(at_occ_limits_for_cc(75, &l), AT_ERR_INPUT);
 }
 
+/* v4.db: the winners a judge run decided (two shapes: one changed, one kept) show their launched
+ * time; the others, and every winner of v3.db, a dash. */
+static void launched(void) {
+  char *out;
+  CHECK_EQ_INT(REPORT(&out, "--top", "1"), 0); /* v3.db: schema 3, no launches */
+  CHECK_CONTAINS(out, "cuBLAS32 us launched us\n");
+  CHECK_EQ_INT(count_of(out, "decided as the runtime launches it"), 0);
+  free(out);
+  char *v3 = DB;
+  DB = at_path_join(TMP, "v4.db");
+  char *src = at_path_join(getenv("AT_TEST_DATA"), "db/v4.db");
+  char *cmd = at_xasprintf("cp '%s' '%s'", src, DB);
+  CHECK_EQ_INT(system(cmd), 0);
+  free(cmd), free(src);
+  CHECK_EQ_INT(REPORT(&out, "--top", "1"), 0);
+  CHECK_EQ_INT(count_of(out, "the winner (*) was decided as the runtime launches it (autotune judge): "), 2);
+  int dashes = 0, times = 0; /* the last column of the five shape rows */
+  for (const char *p = out; (p = strstr(p, "(REPORT) ")); p++) {
+    const char *eol = strchr(p, '\n');
+    if (eol && eol > p + 2 && eol[-1] == '-' && eol[-2] == ' ') dashes++;
+    else times++;
+  }
+  CHECK_EQ_INT(dashes, 3);
+  CHECK_EQ_INT(times, 2);
+  free(out);
+  free(DB);
+  DB = v3;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   EXE = argv[1];
@@ -213,5 +243,6 @@ int main(int argc, char **argv) {
   tables();
   outputs();
   errors();
+  launched();
   return check_summary();
 }
