@@ -122,7 +122,7 @@ int cmd_judge(int argc, char **argv) {
   AT_TRY(rc);
   signal(SIGPIPE, SIG_IGN);
   at_space *space = NULL;
-  at_store *db = NULL;
+  at_store *db = NULL, *ro = NULL; /* ro: the read-only handle the device is found with */
   at_judge *J = NULL;
   int64_t run_id = 0;
   at_judge_stats st;
@@ -137,13 +137,22 @@ int cmd_judge(int argc, char **argv) {
     goto out;
   }
   if ((rc = at_space_use_shapes(space, o.shapes, o.only))) goto out;
-  if ((rc = cmp_session_probe("judge", o.gpu))) goto out; /* before the DB is opened (and migrated) */
-  if ((rc = o.dry_run ? at_store_open_readonly(o.db, &db) : at_store_open(o.db, &db))) {
+  if ((rc = cmp_session_probe("judge", o.gpu))) goto out;
+  /* Read-only until the DB is known to hold this GPU's model: an input error migrates nothing. */
+  if ((rc = at_store_open_readonly(o.db, &ro))) {
     if (rc == AT_ERR_RUNTIME) rc = at_fail(AT_ERR_INPUT, "--db: %s", at_errmsg());
     goto out;
   }
   const char *arch;
-  if ((rc = at_judge_open(db, o.gpu, &J, &arch))) goto out;
+  if ((rc = at_judge_open(ro, o.gpu, &J, &arch))) goto out;
+  if (o.dry_run) {
+    db = ro, ro = NULL;
+  } else {
+    if ((rc = at_store_open(o.db, &db))) goto out;
+    at_judge_use_db(J, db);
+    at_store_close(ro);
+    ro = NULL;
+  }
   if (!o.dry_run) {
     at_store_set_stop(db, &g_stop); /* a Ctrl-C ends a wait for another writer's lock */
     at_run_info info = {space->path, space->hash, space->op_name, space->tag, arch, at_nvrtc_version(), cmdline, NULL};
@@ -162,11 +171,14 @@ int cmd_judge(int argc, char **argv) {
     rc = at_fail(AT_ERR_RUNTIME, "judge: %d shape%s with a config that has no launched time or was not judged (above)",
                  st.failed, st.failed == 1 ? "" : "s");
   if (run_id > 0) {
+    at_store_set_stop(db, NULL); /* the run's end is recorded even after a Ctrl-C, waiting a little */
+    at_store_set_lock_wait(db, 10);
     int rc2 = at_store_end_run(db, run_id, g_stop ? "interrupted" : rc ? "failed" : "done");
     if (rc == AT_OK) rc = rc2;
   }
 out:
   at_judge_close(J);
+  at_store_close(ro);
   at_store_close(db);
   at_space_free(space);
   free(cmdline);

@@ -220,9 +220,11 @@ static int judge_phase(const at_space *space, at_store *db, int64_t run_id, int 
   at_judge *J = NULL;
   const char *arch;
   int rc = at_judge_open(db, gpu, &J, &arch);
+  char err[512] = "";
   if (rc == AT_OK) {
     const at_judge_opts jo = {AT_JUDGE_TOP, AT_JUDGE_WITHIN, 0, 0};
     rc = at_judge_shapes(J, space, run_id, &jo, &g_stop, f, st);
+    if (rc) snprintf(err, sizeof err, "%s", at_errmsg()); /* before the worker's stop can say more */
     at_judge_print_summary(f, st);
   } else {
     fprintf(f, "judge: not run (%s); `autotune judge` decides the winners as launched later\n", at_errmsg());
@@ -230,7 +232,7 @@ static int judge_phase(const at_space *space, at_store *db, int64_t run_id, int 
   }
   at_judge_close(J);
   fclose(f);
-  return rc;
+  return rc ? at_fail(rc, "judge: %s", err) : AT_OK;
 }
 
 static char *command_line(int argc, char **argv) {
@@ -266,7 +268,7 @@ int cmd_tune(int argc, char **argv) {
   int have_tune = 0, judged = 0;
   at_judge_stats jst;
   memset(&jst, 0, sizeof jst);
-  char *judge_log = NULL;
+  char *judge_log = NULL, judge_err[512] = "";
 
   if ((rc = at_space_load(o.space, &space))) goto out;
   if ((rc = at_space_use_shapes(space, o.shapes, o.only))) goto out;
@@ -360,7 +362,10 @@ int cmd_tune(int argc, char **argv) {
   if (rc == AT_OK && tune && !g_stop && !o.no_judge && !o.shard.count &&
       strcmp(space->op_name, "gemm_a8w8_blockscale") == 0) {
     judged = 1;
-    rc = judge_phase(space, db, run_id, gpus[0].index, &jst, &judge_log);
+    /* A failure of the judge is not the tuning's: the run ends done, the report is printed, and
+     * the command then exits 1 with the judge's error. */
+    if (judge_phase(space, db, run_id, gpus[0].index, &jst, &judge_log))
+      snprintf(judge_err, sizeof judge_err, "%s", at_errmsg());
   }
 
 out:;
@@ -391,7 +396,9 @@ out:;
     }
   }
   if (interrupted && rc == AT_OK) rc = at_fail(AT_ERR_RUNTIME, "interrupted");
-  if (rc == AT_OK && judged && jst.failed)
+  if (rc == AT_OK && judge_err[0])
+    rc = at_fail(AT_ERR_RUNTIME, "%s (the tuning is kept; `autotune judge` can judge again)", judge_err);
+  else if (rc == AT_OK && judged && jst.failed)
     rc = at_fail(AT_ERR_RUNTIME, "judge: %d shape%s with a config that has no launched time or was not judged (above)",
                  jst.failed, jst.failed == 1 ? "" : "s");
   free(judge_log);

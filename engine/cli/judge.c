@@ -15,7 +15,7 @@
 typedef struct judged {
   at_tuned_row l;
   at_config cfg;
-  const at_compare_result *r; /* the worker's result for it */
+  at_compare_result *r; /* the worker's result for it */
 } judged;
 
 /* A judgement in progress: the worker and the device, then one space's shapes. */
@@ -125,7 +125,7 @@ static void remove_config_dirs(const judge_run *R, int n, const at_shape *sh) {
 static void print_config(FILE *f, const judged *j, const char *mark) {
   const at_compare_result *r = j->r;
   char *params = at_config_params_json(&j->cfg);
-  if (strcmp(r->status, "ok") == 0)
+  if (cmp_result_ok(r))
     fprintf(f, "  %s %9.2f us launched %9.2f alone  %s %s\n", mark, r->time_us, j->l.time_us, r->kernel, params);
   else
     fprintf(f, "  %s %9s    launched %9.2f alone  %s: %s (%s)\n", mark, r->status, j->l.time_us, params, r->message,
@@ -133,18 +133,39 @@ static void print_config(FILE *f, const judged *j, const char *mark) {
   free(params);
 }
 
-/* Which config the shape takes: the winner (index w), or the fastest launched config (best) where
- * it is at most AT_JUDGE_GAIN of the winner's launched time; -1 (*why says why) when the shape
- * cannot be judged. */
+/* A result is a launched time only when the runtime answered with the judged config itself, from
+ * its one file: otherwise (an unreadable file, a name the lookup did not match) the runtime would
+ * have fallen back to another source, and two configs would be timed as one. Such a result becomes
+ * an error. */
+static void verify_launched(judged *j) {
+  at_compare_result *r = j->r;
+  if (strcmp(r->status, "ok") != 0) return;
+  char *want = at_config_params_json(&j->cfg);
+  if (strcmp(r->source, "nk_file") != 0 || strcmp(r->params, want) != 0) {
+    snprintf(r->status, sizeof r->status, "error");
+    snprintf(r->message, sizeof r->message, "the runtime launched another config (%.16s %.400s), not the judged one",
+             r->source[0] ? r->source : "no source", r->params);
+  } else if (!cmp_result_ok(r)) {
+    snprintf(r->status, sizeof r->status, "error");
+    snprintf(r->message, sizeof r->message, "checked but not timed (the worker was lost before the timing)");
+  }
+  free(want);
+}
+
+/* Which config the shape takes: the winner (index w), or the fastest launched config where it is at
+ * most AT_JUDGE_GAIN of the winner's launched time; -1 (*why says why) when the shape is not judged:
+ * every config must have a launched time, or nothing is decided on this evidence. */
 static int decide(const at_compare_reply *rep, const judged *js, int n, const char **why) {
-  int w = -1, best = -1;
+  int w = -1, best = -1, timed = 0;
   for (int i = 0; i < n; i++) {
     if (js[i].l.winner) w = i;
-    if (strcmp(js[i].r->status, "ok") == 0 && (best < 0 || js[i].r->time_us < js[best].r->time_us)) best = i;
+    if (!cmp_result_ok(js[i].r)) continue;
+    timed++;
+    if (best < 0 || js[i].r->time_us < js[best].r->time_us) best = i;
   }
-  if (!rep->ok) return *why = "not judged: the inputs could not be made", -1;
+  if (!rep->ok) return *why = "not judged: the shape could not be set up, or the worker was lost (below)", -1;
   if (w < 0) return *why = "not judged: the DB records no winner for it (a tuning run that finishes decides one)", -1;
-  if (strcmp(js[w].r->status, "ok") != 0) return *why = "not judged: the winner has no launched time; left as it was", -1;
+  if (timed < n) return *why = "not judged: a config has no launched time (below); the winner is left as it was", -1;
   if (best != w && js[best].r->time_us <= AT_JUDGE_GAIN * js[w].r->time_us) return *why = "new winner", best;
   return *why = "the winner stays", w;
 }
@@ -189,13 +210,16 @@ static int judge_shape(judge_run *R, size_t si) {
   }
   remove_config_dirs(R, n, sh);
   if (rc) goto out;
-  for (int i = 0; i < n; i++) js[i].r = &rep->judged[i];
+  for (int i = 0; i < n; i++) {
+    js[i].r = &rep->judged[i];
+    verify_launched(&js[i]);
+  }
 
   const char *why;
   int chosen = decide(rep, js, n, &why), w = -1, wrong = 0;
   for (int i = 0; i < n; i++) {
     if (js[i].l.winner) w = i;
-    wrong += strcmp(js[i].r->status, "ok") != 0;
+    wrong += !cmp_result_ok(js[i].r);
   }
   if (chosen >= 0) {
     R->st->judged++;
@@ -208,7 +232,7 @@ static int judge_shape(judge_run *R, size_t si) {
     if (chosen >= 0 && chosen != w)
       fprintf(R->out, " (%.3fx the winner's launched time)", js[chosen].r->time_us / js[w].r->time_us);
     fprintf(R->out, "\n");
-    if (!rep->ok) fprintf(R->out, "  %s\n", rep->message);
+    if (!rep->ok && rep->message[0]) fprintf(R->out, "  %s\n", rep->message);
     for (int i = 0; i < n; i++) print_config(R->out, &js[i], i == chosen && i != w ? "*" : i == w ? "w" : " ");
     fflush(R->out);
   }
@@ -216,7 +240,7 @@ static int judge_shape(judge_run *R, size_t si) {
     at_launch_row rows[AT_CMP_MAX_JUDGED];
     for (int i = 0; i < n; i++) {
       const at_compare_result *r = js[i].r;
-      const int timed = strcmp(r->status, "ok") == 0;
+      const int timed = cmp_result_ok(r);
       rows[i] = (at_launch_row){js[i].l.candidate_id, problem, R->dev.id, R->run_id, r->status,
                                 timed ? r->time_us : 0, timed ? r->time_min_us : 0, timed ? r->time_max_us : 0,
                                 timed ? r->samples : 0, r->check_ratio, r->kernel, r->message};
@@ -277,6 +301,8 @@ int at_judge_shapes(at_judge *R, const at_space *sp, int64_t run_id, const at_ju
   st->seconds = at_now_s() - t0;
   return rc;
 }
+
+void at_judge_use_db(at_judge *R, at_store *db) { R->db = db; }
 
 void at_judge_close(at_judge *R) {
   if (!R) return;

@@ -64,8 +64,10 @@ typedef struct at_judge at_judge;
 
 /* Starts the compare worker on GPU `gpu` and finds db's row of its model: AT_ERR_INPUT when db has
  * no results of that model, AT_ERR_RUNTIME when the GPU cannot be used. *arch: the device row's
- * arch (e.g. "sm_90a"), valid until at_judge_close. */
+ * arch (e.g. "sm_90a"), valid until at_judge_close. db may be a read-only handle, so that an input
+ * error leaves the file as it was; at_judge_use_db then hands over the one to write. */
 int at_judge_open(at_store *db, int gpu, at_judge **out, const char **arch);
+void at_judge_use_db(at_judge *j, at_store *db);
 /* Judges sp's shapes (db opened for writing unless o->dry_run), writing launches and winners under
  * run_id; its lines go to out. Stops between shapes when *stop is set (may be NULL). The shapes'
  * outcomes are in st, also on failure. */

@@ -895,6 +895,12 @@ typedef struct judge_ctx {
 
 static int judge_tx(at_store *s, void *p) {
   judge_ctx *c = p;
+  /* A judgement replaces the shape's last one whole: no row of a config it did not launch stays. */
+  sqlite3_stmt *del;
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db, "DELETE FROM launches WHERE problem_id=? AND device_id=?", -1, &del, NULL));
+  sqlite3_bind_int64(del, 1, c->rows[0].problem_id);
+  sqlite3_bind_int64(del, 2, c->rows[0].device_id);
+  AT_TRY(step_done(s, del));
   char *now = at_utc_now_iso();
   int rc = AT_OK;
   for (int i = 0; i < c->n && rc == AT_OK; i++) {

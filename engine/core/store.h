@@ -149,7 +149,7 @@ typedef struct at_launch_row {
   const char *plan;   /* what the runtime launched: the kernel and its tail, if any */
   const char *message;
 } at_launch_row;
-/* rows (one problem and device, n >= 1) replace their earlier launches, and, when winner >= 0, the
+/* rows (one problem and device, n >= 1) replace every earlier launch of it, and, when winner >= 0, the
  * problem's winner becomes that candidate with basis "launched" and time winner_us (its time alone):
  * one transaction. */
 int at_store_put_judgement(at_store *s, const at_launch_row *rows, int n, int64_t winner, double winner_us);

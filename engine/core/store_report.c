@@ -146,7 +146,8 @@ int at_store_report_load(at_store *s, at_report_data *d) {
   const char *winners_sql =
       version >= 4 ? "SELECT w.problem_id, w.device_id, w.candidate_id, w.time_us, coalesce(w.basis, 'alone'), l.time_us"
                      " FROM winners w LEFT JOIN launches l ON l.candidate_id = w.candidate_id AND"
-                     " l.problem_id = w.problem_id AND l.device_id = w.device_id AND l.status = 'ok'"
+                     " l.problem_id = w.problem_id AND l.device_id = w.device_id AND l.status = 'ok' AND"
+                     " w.basis = 'launched'"
                      " ORDER BY w.problem_id, w.device_id"
                    : "SELECT problem_id, device_id, candidate_id, time_us, 'alone', NULL FROM winners"
                      " ORDER BY problem_id, device_id";

@@ -51,7 +51,7 @@ typedef struct at_rep_winner {
   int64_t problem_id, device_id, candidate_id;
   double time_us;     /* alone (winners.time_us) */
   char basis[16];     /* "alone" or "launched" (winners.basis; "alone" before schema 4) */
-  double launched_us; /* its checked time as the runtime launches it (launches), -1 when not judged */
+  double launched_us; /* basis "launched": its checked time as the runtime launches it (launches); else -1 */
 } at_rep_winner;
 
 typedef struct at_rep_baseline {
