@@ -16,7 +16,8 @@
 # SET's weak ones, at their M (on the check set); SPACE is the space tuned (default the shipped one: another, e.g. with a
 # constraint relaxed, tries candidates the shipped space leaves out, or one narrowed to the tiles the runtime's tail
 # favours); DB is a DB already tuned with every shape of the plan (no tune then).
-# Each compare checks every output against the reference; times are the runtime's, as a user's calls run.
+# Each compare checks every output against the reference; times are the runtime's, as a user's calls run. The fresh
+# tune ends with its judge phase (since session 37): its winners are decided as the runtime launches them.
 set -u
 T=${THRESH:-0.90}; SET=${SET:-b}; FILL=${FILL:-}; RETUNE=${RETUNE:-}; DB=${DB:-}
 die() { echo "refresh_configs.sh: $*" >&2; [ -f "${R:-}/log" ] && cat $R/log >&2; exit 2; }

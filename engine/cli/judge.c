@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../core/config.h"
+#include "../core/progress.h"
 #include "../core/select.h"
 #include "../core/util.h"
 #include "compare_session.h"
@@ -297,7 +298,16 @@ int at_judge_shapes(at_judge *R, const at_space *sp, int64_t run_id, const at_ju
   double t0 = at_now_s();
   R->o = o, R->sp = sp, R->run_id = run_id, R->out = out, R->st = st;
   int rc = AT_OK;
-  for (size_t i = 0; i < sp->nshapes && rc == AT_OK && !(stop && *stop); i++) rc = judge_shape(R, i);
+  at_progress *pg = at_progress_start("judge", (int64_t)sp->nshapes); /* stderr; AUTOTUNE_PROGRESS */
+  for (size_t i = 0; i < sp->nshapes && rc == AT_OK && !(stop && *stop); i++) {
+    rc = judge_shape(R, i);
+    char extra[64];
+    snprintf(extra, sizeof extra, "%d winners changed", st->changed);
+    at_progress_update(pg, (int64_t)i + 1, extra);
+  }
+  char extra[96];
+  snprintf(extra, sizeof extra, "%d judged, %d winners changed", st->judged, st->changed);
+  at_progress_finish(pg, extra);
   st->seconds = at_now_s() - t0;
   return rc;
 }
