@@ -153,10 +153,11 @@ static void verify_launched(judged *j) {
   free(want);
 }
 
-/* Which config the shape takes: the winner (index w), or the fastest launched config where it is at
- * most AT_JUDGE_GAIN of the winner's launched time; -1 (*why says why) when the shape is not judged:
- * every config must have a launched time, or nothing is decided on this evidence. */
-static int decide(const at_compare_reply *rep, const judged *js, int n, const char **why) {
+/* Which config the shape takes: the winner (*w, its index; -1 when none is among js), or the
+ * fastest launched config where it is at most AT_JUDGE_GAIN of the winner's launched time; -1 (*why
+ * says why) when the shape is not judged: every config must have a launched time, or nothing is
+ * decided on this evidence. */
+static int decide(const at_compare_reply *rep, const judged *js, int n, int *w_out, const char **why) {
   int w = -1, best = -1, timed = 0;
   for (int i = 0; i < n; i++) {
     if (js[i].l.winner) w = i;
@@ -164,6 +165,7 @@ static int decide(const at_compare_reply *rep, const judged *js, int n, const ch
     timed++;
     if (best < 0 || js[i].r->time_us < js[best].r->time_us) best = i;
   }
+  *w_out = w;
   if (!rep->ok) return *why = "not judged: the shape could not be set up, or the worker was lost (below)", -1;
   if (w < 0) return *why = "not judged: the DB records no winner for it (a tuning run that finishes decides one)", -1;
   if (timed < n) return *why = "not judged: a config has no launched time (below); the winner is left as it was", -1;
@@ -217,11 +219,8 @@ static int judge_shape(judge_run *R, size_t si) {
   }
 
   const char *why;
-  int chosen = decide(rep, js, n, &why), w = -1, wrong = 0;
-  for (int i = 0; i < n; i++) {
-    if (js[i].l.winner) w = i;
-    wrong += !cmp_result_ok(js[i].r);
-  }
+  int w, wrong = 0, chosen = decide(rep, js, n, &w, &why);
+  for (int i = 0; i < n; i++) wrong += !cmp_result_ok(js[i].r);
   if (chosen >= 0) {
     R->st->judged++;
     R->st->changed += chosen != w;
