@@ -20,7 +20,7 @@ static const char *provider_name(int p) {
   static const char *const JUDGED[AT_CMP_MAX_JUDGED] = {"config 1", "config 2", "config 3", "config 4",
                                                         "config 5", "config 6", "config 7", "config 8"};
   if (p >= 0 && p < AT_CMP_NPROVIDERS) return CMP_PROVIDERS[p];
-  if (p >= AT_CMP_NPROVIDERS && p < AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED) return JUDGED[p - AT_CMP_NPROVIDERS];
+  if (p >= AT_CMP_NPROVIDERS && p < AT_CMP_ALL_PROVIDERS) return JUDGED[p - AT_CMP_NPROVIDERS];
   return "-";
 }
 
@@ -101,9 +101,9 @@ void cmp_request(at_compare_req *q, const char *op, const at_shape *sh, const cm
 
 /* Marks every provider asked for without a result, after the worker was lost on `at`. */
 static void worker_lost(const at_compare_req *q, at_compare_reply *rep, const at_compare_step *at, const char *how) {
-  for (int p = 0; p < AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED; p++) {
-    at_compare_result *r = p < AT_CMP_NPROVIDERS ? &rep->r[p] : &rep->judged[p - AT_CMP_NPROVIDERS];
-    if (p < AT_CMP_NPROVIDERS ? !q->use[p] : p - AT_CMP_NPROVIDERS >= q->judged) continue;
+  for (int p = 0; p < AT_CMP_ALL_PROVIDERS; p++) {
+    at_compare_result *r = at_cmp_result_of(rep, p);
+    if (!at_cmp_wanted(q, p)) continue;
     snprintf(r->status, sizeof r->status, "%s", p == at->provider ? "fault" : "error");
     if (p == at->provider)
       snprintf(r->message, sizeof r->message, "the compare worker %s during its %s", how, at->what);

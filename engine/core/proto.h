@@ -171,4 +171,14 @@ typedef struct at_compare_reply {
   at_compare_result judged[AT_CMP_MAX_JUDGED]; /* the request's judged configs, in its order */
 } at_compare_reply;
 
+/* Providers are numbered AT_CMP_* and, from AT_CMP_NPROVIDERS up, the request's judged configs (the
+ * worker's STEP frames say them so): provider p's result, and whether the request asks for it. */
+enum { AT_CMP_ALL_PROVIDERS = AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED };
+static inline at_compare_result *at_cmp_result_of(at_compare_reply *rep, int p) {
+  return p >= AT_CMP_NPROVIDERS ? &rep->judged[p - AT_CMP_NPROVIDERS] : &rep->r[p];
+}
+static inline int at_cmp_wanted(const at_compare_req *q, int p) {
+  return p >= AT_CMP_NPROVIDERS ? p - AT_CMP_NPROVIDERS < q->judged : q->use[p];
+}
+
 #endif

@@ -901,19 +901,18 @@ static int judge_tx(at_store *s, void *p) {
   sqlite3_bind_int64(del, 1, c->rows[0].problem_id);
   sqlite3_bind_int64(del, 2, c->rows[0].device_id);
   AT_TRY(step_done(s, del));
+  sqlite3_stmt *st; /* one statement for the shape's rows, reset between them */
+  SQL_CHECK(s, sqlite3_prepare_v2(s->db,
+                                  "INSERT OR REPLACE INTO launches(candidate_id, problem_id, device_id, run_id, status,"
+                                  " time_us, time_min_us, time_max_us, samples, check_ratio, plan, message, created)"
+                                  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                  -1, &st, NULL));
   char *now = at_utc_now_iso();
   int rc = AT_OK;
   for (int i = 0; i < c->n && rc == AT_OK; i++) {
     const at_launch_row *r = &c->rows[i];
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db,
-                           "INSERT OR REPLACE INTO launches(candidate_id, problem_id, device_id, run_id, status,"
-                           " time_us, time_min_us, time_max_us, samples, check_ratio, plan, message, created)"
-                           " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                           -1, &st, NULL) != SQLITE_OK) {
-      rc = sql_fail(s, "put launch", sqlite3_errcode(s->db), __FILE__, __LINE__);
-      break;
-    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
     const int timed = r->time_us > 0;
     sqlite3_bind_int64(st, 1, r->candidate_id);
     sqlite3_bind_int64(st, 2, r->problem_id);
@@ -928,8 +927,10 @@ static int judge_tx(at_store *s, void *p) {
     bind_text(st, 11, r->plan);
     bind_text(st, 12, r->message);
     bind_text(st, 13, now);
-    rc = step_done(s, st);
+    int src = sqlite3_step(st);
+    if (src != SQLITE_DONE) rc = sql_fail(s, "put launch", src, __FILE__, __LINE__);
   }
+  sqlite3_finalize(st);
   free(now);
   if (rc == AT_OK && c->winner >= 0) {
     retime_ctx w = {c->winner, c->rows[0].problem_id, c->rows[0].device_id, c->rows[0].run_id, c->winner_us,

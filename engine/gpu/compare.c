@@ -59,7 +59,7 @@ typedef struct cmp_worker {
   at_runtime *rt[NRT];    /* RT_TUNED: the request's DB and configs; RT_BUILTIN: no source at all */
   char rt_key[8300];      /* the options RT_TUNED was opened with: another set reopens it */
   at_runtime *judge_rt[AT_CMP_MAX_JUDGED]; /* the request's judged configs (opened per request) */
-  prov pv[AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED];
+  prov pv[AT_CMP_ALL_PROVIDERS];
   int dead;               /* the context is gone: reply, then exit */
 } cmp_worker;
 
@@ -98,10 +98,6 @@ static at_runtime *runtime_of(cmp_worker *w, int p) {
   return p >= AT_CMP_NPROVIDERS ? w->judge_rt[p - AT_CMP_NPROVIDERS] : w->rt[which_runtime(p)];
 }
 
-/* Provider p's result in the reply. */
-static at_compare_result *result_of(at_compare_reply *rep, int p) {
-  return p >= AT_CMP_NPROVIDERS ? &rep->judged[p - AT_CMP_NPROVIDERS] : &rep->r[p];
-}
 
 /* ---- the providers, as timed units (bench.h) -------------------------------------------------- */
 
@@ -132,10 +128,6 @@ static const at_enqueue_fn ENQUEUE[AT_CMP_NPROVIDERS] = {enqueue_runtime, enqueu
 /* Provider p's timed unit: a judged config is the runtime's launch path too. */
 static at_enqueue_fn enqueue_of(int p) { return p >= AT_CMP_NPROVIDERS ? enqueue_runtime : ENQUEUE[p]; }
 
-/* Does the request ask for provider p? */
-static int wanted(const at_compare_req *q, int p) {
-  return p >= AT_CMP_NPROVIDERS ? p - AT_CMP_NPROVIDERS < q->judged : q->use[p];
-}
 
 /* ---- one shape -------------------------------------------------------------------------------- */
 
@@ -292,16 +284,16 @@ static void check_provider(cmp_worker *w, int p, const at_check_bound *bound, at
  * temperature and neither always runs right after the other. With two or more, each sample follows
  * an L2 scrub (scrub.h): no provider reads what the one before it left in L2. */
 static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_reply *rep) {
-  enum { NP = AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED };
+  enum { NP = AT_CMP_ALL_PROVIDERS };
   at_timed *t[NP] = {0};
   double *v[NP] = {0};
   int active[NP], na = 0;
   const int samples = q->shape.samples, warmup = q->shape.warmup;
   for (int p = 0; p < NP && !w->dead; p++) {
-    if (!enqueue_of(p) || !wanted(q, p) || strcmp(result_of(rep, p)->status, "ok") != 0) continue;
+    if (!enqueue_of(p) || !at_cmp_wanted(q, p) || strcmp(at_cmp_result_of(rep, p)->status, "ok") != 0) continue;
     step(w, p, "capture");
     if (at_timed_create(&w->g, enqueue_of(p), &w->pv[p], w->sets, &t[p])) {
-      failed(w, result_of(rep, p), "capturing the timing graph");
+      failed(w, at_cmp_result_of(rep, p), "capturing the timing graph");
       t[p] = NULL;
       continue;
     }
@@ -315,7 +307,7 @@ static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_re
       step(w, p, s < 0 ? "warm-up" : "timing");
       double us = 0;
       if ((na > 1 && at_l2_scrub(&w->g)) || at_timed_sample(t[p], &us)) {
-        failed(w, result_of(rep, p), "timing");
+        failed(w, at_cmp_result_of(rep, p), "timing");
         if (!w->dead) at_timed_destroy(t[p]);
         t[p] = NULL;
         continue;
@@ -324,7 +316,7 @@ static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_re
     }
   for (int i = 0; i < na; i++) {
     int p = active[i];
-    at_compare_result *r = result_of(rep, p);
+    at_compare_result *r = at_cmp_result_of(rep, p);
     if (t[p] && !w->dead) {
       r->samples = samples;
       r->time_us = at_median(v[p], samples); /* sorts v */
@@ -360,8 +352,8 @@ static void time_cublas(cmp_worker *w, const at_compare_req *q, at_compare_resul
 
 static void serve_compare(cmp_worker *w, const at_compare_req *q, at_compare_reply *rep) {
   memset(rep, 0, sizeof *rep);
-  for (int p = 0; p < AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED; p++) {
-    at_compare_result *r = result_of(rep, p);
+  for (int p = 0; p < AT_CMP_ALL_PROVIDERS; p++) {
+    at_compare_result *r = at_cmp_result_of(rep, p);
     r->check_ratio = r->max_abs_err = -1;
     r->first_bad = -1;
   }
@@ -417,9 +409,9 @@ static void serve_compare(cmp_worker *w, const at_compare_req *q, at_compare_rep
     if (q->use[AT_CMP_CUBLAS] && !w->dead) time_cublas(w, q, &rep->r[AT_CMP_CUBLAS]);
   }
   /* Whatever failed, the providers asked for and not run say so, and the parent names them. */
-  for (int p = 0; p < AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED; p++)
-    if (wanted(q, p) && !result_of(rep, p)->status[0])
-      set_result(result_of(rep, p), w->dead ? "fault" : "error", "not run: %.400s",
+  for (int p = 0; p < AT_CMP_ALL_PROVIDERS; p++)
+    if (at_cmp_wanted(q, p) && !at_cmp_result_of(rep, p)->status[0])
+      set_result(at_cmp_result_of(rep, p), w->dead ? "fault" : "error", "not run: %.400s",
                  rep->message[0] ? rep->message : "the GPU context was lost before it");
   if (!w->dead) close_judged(w); /* a dead context's runtimes are left to the exit */
   rep->sticky = w->dead;
@@ -432,7 +424,7 @@ int at_compare_worker_main(int gpu, int in, int out) {
   unsetenv("AUTOTUNE_CONFIGS");
   cmp_worker *w = at_xcalloc(1, sizeof *w);
   w->out = out;
-  for (int p = 0; p < AT_CMP_NPROVIDERS + AT_CMP_MAX_JUDGED; p++) w->pv[p] = (prov){w, p};
+  for (int p = 0; p < AT_CMP_ALL_PROVIDERS; p++) w->pv[p] = (prov){w, p};
   if (at_gpu_open(gpu, &w->g)) {
     send_error(out, at_errmsg());
     free(w);
