@@ -1,5 +1,5 @@
 // at_sm90.cuh: the Hopper (sm_90a) PTX the sm90 templates use, one small inline function each:
-// mbarriers, TMA loads (multicast, L2 cache policies), clusters and their shared memory, wgmma control and
+// mbarriers, TMA loads (multicast, L2 cache policies) and stores, clusters and their shared memory, wgmma control and
 // descriptors, register reallocation, named barriers, programmatic dependent launch.
 // No CUDA headers, so NVRTC parses little more than the template itself.
 #ifndef AT_SM90_CUH
@@ -92,6 +92,23 @@ __device__ __forceinline__ void at_tma_load_2d_mc_pol(at_u32 dst, const at_tmap 
       "l"((at_u64)map), "r"(c0), "r"(c1), "r"(bar), "h"(mask), "l"(pol)
       : "memory");
 }
+
+// A 2D box of shared memory at src (1024-byte aligned, laid out as the map's swizzle says) stored
+// to global memory at (c0 = inner coordinate, c1 = row) of `map`; elements outside the map's
+// dimensions are not written. Asynchronous: part of this thread's current bulk group
+// (at_bulk_commit); src may be written again only after at_bulk_wait_read, and the writes are
+// visible to others only after at_bulk_wait. The generic writes of src must precede it through
+// at_fence_proxy_async_smem (every writing thread) and a barrier.
+__device__ __forceinline__ void at_tma_store_2d(const at_tmap *map, int c0, int c1, at_u32 src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"((at_u64)map),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+__device__ __forceinline__ void at_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Until every bulk group of this thread has finished reading its shared memory.
+__device__ __forceinline__ void at_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// Until every bulk group of this thread has completed (its global writes performed).
+__device__ __forceinline__ void at_bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
 // A contiguous copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) from global memory
 // at src into this CTA's shared memory at dst (the non-tensor bulk copy), completing `bar`'s

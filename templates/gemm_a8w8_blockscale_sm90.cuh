@@ -73,7 +73,7 @@
 // of 8 and up to 3% slower at M = 2048; on 128 x 64 tiles, tiles split in a cluster, and with the
 // scales in shared memory the two sets ran 1.5-3% slower (docs/perf.md, "Scales two waits ahead
 // with two k-blocks in flight").
-// SCALE_KB > 0 (STORE 0, SWAP_AB 0): the scales of a unit come into shared memory instead. The
+// SCALE_KB > 0 (STORE 0 or 3, SWAP_AB 0): the scales of a unit come into shared memory instead. The
 // tile's rows of A's scales, [rows][K / 128], and the rows of the weight-scale blocks it touches
 // are each contiguous in the op's layout, so the producer's warp 1 (the scale loader, idle
 // without store warps) copies them with two bulk copies per unit, whatever the unit's k range,
@@ -109,7 +109,16 @@
 // and the math warpgroup takes that last arrival before exit). The math warpgroups then start the
 // next tile while the copy runs. STORE 2 gives each math warpgroup two areas, used in turn: it
 // stages a pass while the previous one is being copied (a 128 x 256 tile's two passes without
-// waiting). SPLIT_K > 1: each math warpgroup
+// waiting). STORE 3 (passes of whole 64-column boxes) stages by stmatrix into 64 x 64 boxes laid
+// out as a 128-byte swizzled tensor map of C reads them (16-byte chunk c of row r at c ^ (r % 8),
+// which keeps stmatrix free of bank conflicts), fences them for the async proxy, and one thread of
+// the warpgroup issues a TMA tensor store per box (cp.async.bulk.tensor, bulk group); the map
+// (args c, m, n, ldc: the kernel's fifth tensor map) clips rows >= M and columns >= N. The
+// warpgroup goes on at once; that thread waits for the stores' reads of the area before the area
+// is staged again (the next pass, or with CLUSTER_K 2 before the peer may send into it), and for
+// their completion before the CTA exits. On the H100 it ran 128 x 256 in-place tiles 1-4% faster
+// than STORE 0 and 128 x 128 tiles 1-2% slower (docs/perf.md, "Tensor stores"): the tuner picks.
+// SPLIT_K > 1: each math warpgroup
 // writes its fp32 partial to the workspace and counts itself in counter (tile * MATH_WG + w); the
 // last of the SPLIT_K to arrive sums the partials in split order (arrival order does not change
 // the result), resets the counter to zero, and stores as above: the invariant of
@@ -135,7 +144,7 @@
 // The kernel traps when launched with other threads or less dynamic shared memory than its launch
 // rule (engine/ops/gemm_a8w8_blockscale.c) promises: a host/template mismatch is a fault.
 //
-// Split K inside a cluster (CLUSTER_K 2; SPLIT_K 1, STORE 0, one slice). For shapes whose tiles
+// Split K inside a cluster (CLUSTER_K 2; SPLIT_K 1, STORE 0 or 3, one slice). For shapes whose tiles
 // do not fill the GPU: two CTAs take each tile, rank r the half kr = r / CLUSTER_MN of its
 // k-blocks, each with its own pipeline. With CLUSTER_M or CLUSTER_N 2 as well (clusters of four),
 // the CTAs of one k half multicast among themselves as below, ranks offset by kr CLUSTER_MN: a
@@ -185,7 +194,7 @@
 // Parameters: BLOCK_M (64, 128, 192 or 256; with SWAP_AB 16, 32 or 64), BLOCK_N (a multiple of 16,
 // at most 256), STAGES (>= 2), GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0, 1, 2:
 // how math warpgroups take turns), CLUSTER_M and CLUSTER_N (1 or 2), KPIPE (k-blocks in flight per
-// math warpgroup, 1 or 2), RESCALE (0, 1), STORE (0, 1, 2), CLUSTER_K (1, 2), SWAP_AB (0, 1),
+// math warpgroup, 1 or 2), RESCALE (0, 1), STORE (0, 1, 2, 3), CLUSTER_K (1, 2), SWAP_AB (0, 1),
 // SCALE_KB (0, or a multiple of 4: the scales in shared memory for K / 128 up to it).
 // GROUP_M and SPLIT_K instantiated as 0 are read from args (launch parameters: one compiled kernel
 // serves every value).
@@ -226,6 +235,9 @@ struct layout {
   // staged whole.
   static constexpr int epi_n = SWAP_AB ? 64 : BLOCK_N > 128 || CLUSTER_K == 2 ? BLOCK_N / 2 : BLOCK_N;
   static constexpr int c_rows = SWAP_AB ? BLOCK_M : 64;  // staged rows of a slice
+  // STORE 3: a pass leaves by TMA tensor stores of 64 x 64 boxes, staged 128-byte swizzled (the
+  // kernel's epilogue).
+  static constexpr bool tma_store = STORE == 3;
   // Bytes per staged output row, padded so that the 8 rows a warp writes at once start in distinct
   // 16-byte bank groups (a row of pitch / 4 words that is 4 mod 8): 16 bytes, or 32 when epi_n is
   // an odd multiple of 8 (a pitch of 128 bytes would put all 8 rows in one group).
@@ -409,7 +421,8 @@ template <int BLOCK_M, int BLOCK_N, int STAGES, int GROUP_M, int SPLIT_K, int PI
 __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N, SWAP_AB)), 1)
     gemm_a8w8_blockscale_sm90(const __grid_constant__ at_gemm_a8w8_blockscale_args args,
                               const __grid_constant__ at_tmap tmap_a, const __grid_constant__ at_tmap tmap_a_end,
-                              const __grid_constant__ at_tmap tmap_b, const __grid_constant__ at_tmap tmap_b_end) {
+                              const __grid_constant__ at_tmap tmap_b, const __grid_constant__ at_tmap tmap_b_end,
+                              const __grid_constant__ at_tmap tmap_c) {
   using L = at_sm90::layout<BLOCK_M, BLOCK_N, STAGES, CLUSTER_K, STORE, SWAP_AB, SCALE_KB>;
   constexpr int MATH_WG = L::math_wg, WAVES = L::waves;
   // The wgmma's N: BLOCK_N, or with SWAP_AB the tokens (the wgmma's M side is then 64 weight rows).
@@ -460,9 +473,13 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
                                  CLUSTER_K == 1 && PINGPONG == 0),
                 "SWAP_AB 1: BLOCK_M 16, 32 or 64 tokens, BLOCK_N 64 or 128, RESCALE 0, STORE 0, CLUSTER_K 1, PINGPONG 0");
   static_assert(RESCALE == 0 || RESCALE == 1, "RESCALE must be 0 or 1");
-  static_assert(SCALE_KB == 0 || (SCALE_KB % 4 == 0 && SWAP_AB == 0 && STORE == 0),
-                "SCALE_KB: a multiple of 4, SWAP_AB 0, STORE 0 (the producer's warp 1 copies the scales)");
-  static_assert(STORE == 0 || STORE == 1 || (STORE == 2 && MATH_WG <= 2), "STORE must be 0, 1 or 2 (2: two math warpgroups at most)");
+  static_assert(SCALE_KB == 0 || (SCALE_KB % 4 == 0 && SWAP_AB == 0 && (STORE == 0 || STORE == 3)),
+                "SCALE_KB: a multiple of 4, SWAP_AB 0, STORE 0 or 3 (the producer's warp 1 copies the scales)");
+  static_assert(STORE == 0 || STORE == 1 || (STORE == 2 && MATH_WG <= 2) || STORE == 3,
+                "STORE must be 0, 1, 2 or 3 (2: two math warpgroups at most)");
+  static_assert(STORE != 3 || (!SWAP_AB && L::epi_n % 64 == 0),
+                "STORE 3 (tensor stores): SWAP_AB 0 and passes of whole 64-column boxes: BLOCK_N 64, 128 or 256 "
+                "(128 with CLUSTER_K 2)");
   static_assert(RESCALE == 0 || KPIPE == 1, "RESCALE accumulates in place: one k-block in flight (KPIPE 1)");
   static_assert(MATH_WG != 3 || (RESCALE ? BLOCK_N <= 192 : (KPIPE + 1) * BLOCK_N <= 256),
                 "three math warpgroups hold at most 160 registers a thread: (1 + KPIPE) x BLOCK_N / 2 <= 128");
@@ -472,8 +489,8 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   static_assert(PINGPONG >= 0 && PINGPONG <= 2, "PINGPONG must be 0, 1 or 2");
   static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && (CLUSTER_N == 1 || CLUSTER_N == 2), "CLUSTER_M, CLUSTER_N: 1 or 2");
   static_assert(KPIPE == 1 || (KPIPE == 2 && WAVES == 1 && !PINGPONG_ON), "KPIPE 2 needs one slice and no turns");
-  static_assert(CLUSTER_K == 1 || (CLUSTER_K == 2 && SPLIT_K == 1 && STORE == 0 && WAVES == 1),
-                "CLUSTER_K 2 (split K in a cluster): SPLIT_K 1, STORE 0, BLOCK_M <= 128");
+  static_assert(CLUSTER_K == 1 || (CLUSTER_K == 2 && SPLIT_K == 1 && (STORE == 0 || STORE == 3) && WAVES == 1),
+                "CLUSTER_K 2 (split K in a cluster): SPLIT_K 1, STORE 0 or 3, BLOCK_M <= 128");
   static_assert(MATH_WG != 2 || (RESCALE ? WAVES * BLOCK_N <= 256 : (WAVES + KPIPE) * BLOCK_N <= 416),
                 "two math warpgroups hold at most 232 registers a thread: (WAVES + KPIPE) x BLOCK_N / 2 <= 208, "
                 "or WAVES x BLOCK_N / 2 <= 128 with RESCALE");
@@ -511,6 +528,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
     at_tma_prefetch(&tmap_b);
     if (args.m % (BLOCK_M / CLUSTER_N)) at_tma_prefetch(&tmap_a_end);
     if (args.n % (BLOCK_N / CLUSTER_M)) at_tma_prefetch(&tmap_b_end);
+    if (L::tma_store) at_tma_prefetch(&tmap_c);
   }
   // No remote arrival or multicast into a barrier before it is initialised (its init fenced above).
   if (CLUSTER > 1)
@@ -551,8 +569,11 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   // STORE 1 or 2 without split-K: the producer's warps 1-3 copy the staged results out while the math
   // warpgroups go on with the next tile (split-K keeps the math warpgroups' own store: whether a
   // split stores is known only after its count).
-  const bool offload = STORE && split_k == 1;
+  const bool offload = (STORE == 1 || STORE == 2) && split_k == 1;
   constexpr int EPI_N = L::epi_n, CHUNKS = EPI_N / 8;  // 16-byte chunks per staged row
+  constexpr bool TMA_STORE = L::tma_store;
+  static_assert(!TMA_STORE || (L::c_off % 1024 == 0 && L::c_wg % 1024 == 0 && EPI_N / 64 * 8192 <= L::c_wg),
+                "TMA stores: staging areas 1024-byte aligned, a pass's 64 x 64 boxes inside one");
 
   if (wg == 0) {
     // ---- producer ----
@@ -1221,7 +1242,42 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
           const int buf = offload ? pc % NBUF : 0, area = w * NBUF + buf;
           unsigned char *const stage_c = stage_c0 + buf * L::c_wg;
           if (offload) at_named_barrier(BAR_FREE + area, STORE_THREADS);  // the store warps are done with it
-          if constexpr (STORE == 0) {
+          if constexpr (TMA_STORE) {
+            // The area is free once the tensor stores of its previous pass have read it (issued by
+            // thread 0, so thread 0 waits; for a tile's first pass they finished long ago).
+            if (t == 0) at_bulk_wait_read();
+            at_named_barrier(1 + w, 128);
+            // Staged by stmatrix (as below) into 64 x 64 boxes of 128-byte rows, 8 KB apart, as the
+            // tensor map's 128-byte swizzle lays them out: 16-byte chunk c of row r at c ^ (r % 8),
+            // which also puts the 8 rows of an 8 x 8 tile in distinct bank groups. This lane's tile
+            // row r = lane % 8 (rows of 8 start at multiples of 8) and chunk j + (tm >> 1) for the
+            // pair of groups j, j + 1: (j % 8) ^ x with x = (tm >> 1) ^ r.
+            const int tm = lane >> 3, x = ((tm >> 1) ^ (lane & 7)) * 16;
+            const at_u32 rowb = base + (at_u32)at_opaque((int)(L::c_off + (w * NBUF + buf) * L::c_wg) +
+                                                         (warp * 16 + (tm & 1) * 8 + (lane & 7)) * 128);
+#pragma unroll
+            for (int j = 0; j < CHUNKS; j += 2) {
+              const int q = h * CHUNKS + j;  // the 8-column group in the slice
+              at_stmatrix_x4(rowb + (j / 8) * 8192 + (((j % 8) * 16) ^ x), at_pack_bf16x2(res[v][4 * q], res[v][4 * q + 1]),
+                             at_pack_bf16x2(res[v][4 * q + 2], res[v][4 * q + 3]),
+                             at_pack_bf16x2(res[v][4 * q + 4], res[v][4 * q + 5]),
+                             at_pack_bf16x2(res[v][4 * q + 6], res[v][4 * q + 7]));
+            }
+            // Every thread's staging before the tensor stores' reads (async proxy), then one
+            // thread stores the pass's boxes that start inside C (the map clips the rest).
+            at_fence_proxy_async_smem();
+            at_named_barrier(1 + w, 128);
+            const int row0 = p.m0 + v * 128 + w * 64;
+            if (t == 0 && row0 < M) {
+#pragma unroll
+              for (int b = 0; b < EPI_N / 64; b++) {
+                const int col0 = p.n0 + h * EPI_N + b * 64;
+                if (col0 < N) at_tma_store_2d(&tmap_c, col0, row0, base + L::c_off + (w * NBUF + buf) * L::c_wg + b * 8192);
+              }
+              at_bulk_commit();
+            }
+            continue;
+          } else if constexpr (STORE == 0) {
             // Staged by stmatrix, a pair of 8-column groups (four 8 x 8 tiles: this warp's 16 rows by
             // 16 columns) an instruction. This lane's tile row: lanes 8 m + r give row r of tile m,
             // tiles 0 and 1 the group's rows 0-7 and 8-15, 2 and 3 the next group's. at_opaque keeps
@@ -1298,12 +1354,18 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       // The epilogue is done with the staging area (its last barrier): the peer may send into it,
       // once the epilogue's generic accesses are ordered before its st.async (the proxy fence).
       // Not after the last unit: the peer waits for no more, and may have exited.
+      // With tensor stores the area is free once they have read it: thread 0, which issued them,
+      // waits before its warp's arrival (the peer waits for all four warps').
+      if (TMA_STORE && t == 0) at_bulk_wait_read();
       at_fence_proxy_async_smem();
       __syncwarp();
       at_mbar_arrive_cluster_if(base + L::xbar_off + w * 16 + 8, peer,
                                 lane == 0 && u + unit_step < units);
     }
   }
+  // The tensor stores complete (their writes performed) before the CTA exits: its shared memory
+  // must outlive their reads, and the grid's completion is what the next kernel waits for.
+  if (TMA_STORE && t == 0) at_bulk_wait();
   // Warpgroup 1's arrival after the very last batch has no batch of warpgroup 0 to wait for it:
   // take it here, so that no barrier is left half-arrived.
   if (PINGPONG_ON && w == 0 && it > 0) at_named_barrier(BAR_TURN_0, 256);

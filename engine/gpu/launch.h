@@ -7,7 +7,7 @@
 #include "../core/op.h"
 #include "cuda.h"
 
-enum { AT_KPARAMS_MAX = 5, AT_KPARAMS_BYTES = 768 }; /* the sm90 family: args and four tensor maps */
+enum { AT_KPARAMS_MAX = 6, AT_KPARAMS_BYTES = 896 }; /* the sm90 family: args and five tensor maps */
 
 /* The parameters of one launch, as cuLaunchKernel takes them: ptr[i] points at parameter i inside
  * storage (64-byte aligned, which a CUtensorMap needs). */

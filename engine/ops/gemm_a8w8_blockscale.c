@@ -37,13 +37,13 @@ static const param_range SM90_PARAMS[] = {{"BLOCK_M", 16, 256}, {"BLOCK_N", 16, 
 /* Optional sm90 parameters, with the template's defaults: clusters (CTAs along M sharing B, along N
  * sharing A), k-blocks in flight per math warpgroup, RESCALE (one accumulator rescaled in place
  * instead of a separate result), STORE (the producer's idle warps store the results; 2: from two
- * staging areas per math warpgroup), CLUSTER_K
+ * staging areas per math warpgroup; 3: TMA tensor stores issued by the math warpgroups), CLUSTER_K
  * (two CTAs of a cluster split a tile's k-blocks and exchange halves through shared memory), SWAP_AB
  * (the weights on the wgmma's M side, the tokens on its N: decode-sized tiles of 16 to 64 rows),
  * SCALE_KB (a unit's scales copied into shared memory, for K / 128 up to SCALE_KB; 0: read from
  * global memory by the math threads). */
 static const param_range SM90_OPTIONAL[] = {{"CLUSTER_M", 1, 2, 1}, {"CLUSTER_N", 1, 2, 1}, {"KPIPE", 1, 2, 1},
-                                            {"RESCALE", 0, 1, 0},   {"STORE", 0, 2, 0},     {"CLUSTER_K", 1, 2, 1},
+                                            {"RESCALE", 0, 1, 0},   {"STORE", 0, 3, 0},     {"CLUSTER_K", 1, 2, 1},
                                             {"SWAP_AB", 0, 1, 0},   {"SCALE_KB", 0, 128, 0}, {NULL, 0, 0, 0}};
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -152,12 +152,16 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
     const int64_t scale_kb = at_params_get(p, "SCALE_KB", 0);
     if (scale_kb % 4)
       return at_fail(AT_ERR_INPUT, "family sm90: SCALE_KB must be a multiple of 4 (got %lld)", (long long)scale_kb);
-    if (scale_kb && (swap || at_params_get(p, "STORE", 0)))
+    const int64_t store = at_params_get(p, "STORE", 0), ck = at_params_get(p, "CLUSTER_K", 1);
+    if (scale_kb && (swap || store == 1 || store == 2))
       return at_fail(AT_ERR_INPUT,
-                     "family sm90: SCALE_KB needs SWAP_AB 0 and STORE 0 (its scales are copied by the producer's warp 1)");
+                     "family sm90: SCALE_KB needs SWAP_AB 0 and STORE 0 or 3 (its scales are copied by the producer's warp 1)");
+    if (store == 3 && (swap || (bn > 128 || ck == 2 ? bn / 2 : bn) % 64))
+      return at_fail(AT_ERR_INPUT,
+                     "family sm90: STORE 3 (tensor stores) needs SWAP_AB 0 and BLOCK_N 64, 128 or 256 (128 with CLUSTER_K 2; got %lld)",
+                     (long long)bn);
     out[0] = 128 * (1 + sm90_math_wg(bm, bn, swap));
-    out[1] = sm90_smem_bytes(bm, bn, at_params_get(p, "STAGES", 0), at_params_get(p, "CLUSTER_K", 1),
-                             at_params_get(p, "STORE", 0), swap, scale_kb);
+    out[1] = sm90_smem_bytes(bm, bn, at_params_get(p, "STAGES", 0), ck, store, swap, scale_kb);
     return AT_OK;
   }
   return at_fail(AT_ERR_INPUT, "unknown family '%s' (gemm_a8w8_blockscale has: mma, sm90)", family);

@@ -12,6 +12,7 @@ int at_a8w8_plan_of(const char *family, const at_params *p, at_a8w8_plan *out) {
   if (strcmp(family, "mma") == 0) return AT_OK;
   if (strcmp(family, "sm90") != 0) return at_fail(AT_ERR_INPUT, "unknown family '%s' (gemm_a8w8_blockscale has: mma, sm90)", family);
   out->tma = 1;
+  out->c_map = at_params_get(p, "STORE", 0) == 3;
   /* With clusters each CTA loads its share of the tile its cluster row (column) shares. */
   out->box_m = (int)(at_params_get(p, "BLOCK_M", 0) / at_params_get(p, "CLUSTER_N", 1));
   out->box_n = (int)(at_params_get(p, "BLOCK_N", 0) / at_params_get(p, "CLUSTER_M", 1));
@@ -78,6 +79,41 @@ static int tensor_maps(uint64_t ptr, int rows, int k, int box, CUtensorMap *whol
   return AT_OK;
 }
 
+/* C as the sm90 epilogue's tensor stores see it: rows x cols bf16 (as 16-bit words) with a row
+ * stride of ld elements, boxes of 64 x 64, 128-byte swizzled in shared memory. Cached per thread
+ * by (pointer, rows, cols, ld) apart from the operands' maps: C changes more often than the weights. */
+typedef struct cmap_slot {
+  uint64_t ptr;
+  int rows, cols, ld;
+  CUtensorMap map;
+} cmap_slot;
+
+enum { CMAP_SLOTS = 8 };
+static _Thread_local cmap_slot tl_cmaps[CMAP_SLOTS];
+static _Thread_local unsigned tl_cnext;
+
+static int c_map(uint64_t ptr, int rows, int cols, int ld, CUtensorMap *out) {
+  for (unsigned i = 0; i < CMAP_SLOTS; i++) {
+    const cmap_slot *s = &tl_cmaps[i];
+    if (s->ptr == ptr && s->rows == rows && s->cols == cols && s->ld == ld) {
+      *out = s->map;
+      return AT_OK;
+    }
+  }
+  cmap_slot *s = &tl_cmaps[tl_cnext++ % CMAP_SLOTS];
+  s->ptr = 0;
+  const cuuint64_t dim[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+  const cuuint64_t stride[1] = {(cuuint64_t)ld * 2};
+  const cuuint32_t boxdim[2] = {64, 64};
+  const cuuint32_t estride[2] = {1, 1};
+  CU_CHECK(at_cu->TensorMapEncodeTiled(&s->map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (void *)(uintptr_t)ptr, dim, stride,
+                                       boxdim, estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                       CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  s->ptr = ptr, s->rows = rows, s->cols = cols, s->ld = ld;
+  *out = s->map;
+  return AT_OK;
+}
+
 int at_a8w8_kparams(const at_a8w8_plan *plan, const at_gemm_a8w8_blockscale_args *args, at_kparams *out) {
   out->count = 0;
   out->used = 0;
@@ -87,13 +123,18 @@ int at_a8w8_kparams(const at_a8w8_plan *plan, const at_gemm_a8w8_blockscale_args
   a->group_m = plan->group_m;
   a->split_k = plan->split_k;
   if (!plan->tma) return AT_OK;
-  /* The kernel's order: A whole, A end, B whole, B end. */
+  /* The kernel's order: A whole, A end, B whole, B end, C. */
   CUtensorMap *ma = at_kparams_push(out, sizeof(CUtensorMap), 64);
   CUtensorMap *ma_end = at_kparams_push(out, sizeof(CUtensorMap), 64);
   CUtensorMap *mb = at_kparams_push(out, sizeof(CUtensorMap), 64);
   CUtensorMap *mb_end = at_kparams_push(out, sizeof(CUtensorMap), 64);
-  if (!ma || !ma_end || !mb || !mb_end) return at_fail(AT_ERR_RUNTIME, "kernel parameters do not fit");
+  CUtensorMap *mc = at_kparams_push(out, sizeof(CUtensorMap), 64);
+  if (!ma || !ma_end || !mb || !mb_end || !mc) return at_fail(AT_ERR_RUNTIME, "kernel parameters do not fit");
   AT_TRY(tensor_maps(args->a, args->m, args->k, plan->box_m, ma, ma_end));
   AT_TRY(tensor_maps(args->b, args->n, args->k, plan->box_n, mb, mb_end));
+  if (plan->c_map)
+    AT_TRY(c_map(args->c, args->m, args->n, args->ldc ? args->ldc : args->n, mc));
+  else
+    memset(mc, 0, sizeof *mc);
   return AT_OK;
 }

@@ -121,12 +121,15 @@ static void sm90_random(void) {
     /* two k-blocks in flight: one slice per warpgroup, no turns, 3 x BLOCK_N / 2 registers */
     int kpipe = !rescale && bm <= 128 && pingpong == 0 && (bm == 64 || bn <= 128) && ((r >> 60) & 1) ? 2 : 1;
     if (rescale && bn > 128 && stages > 3) stages = 3; /* 128 x 256 holds 4 stages at most */
-    int store = (int)((r >> 3) % 3); /* the producer's warps store the results (2: from two areas) */
+    /* the producer's warps store the results (2: from two areas), or TMA tensor stores (3: passes
+     * of whole 64-column boxes, BLOCK_N 64, 128 or 256) */
+    int store = (int)((r >> 3) % 4);
+    if (store == 3 && bn != 64 && bn != 128 && bn != 256) store = 0;
     if (store == 2 && stages > 3) stages = 3; /* two staging areas leave room for 3 stages at 256 x 128 */
     /* two CTAs of a cluster split each tile's k-blocks: one-split kernels of one slice, no store
      * warps; with a multicast pair, clusters of four */
     int ck = 1;
-    if (cm * cn <= 2 && bm <= 128 && ((r >> 1) & 1)) ck = 2, split = 1, store = 0;
+    if (cm * cn <= 2 && bm <= 128 && ((r >> 1) & 1)) ck = 2, split = 1, store = store == 3 && bn == 128 ? 3 : 0;
     fprintf(f,
             "  - name: s%d\n    family: sm90\n    template: %s/templates/gemm_a8w8_blockscale_sm90.cuh\n"
             "    entry: \"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, "
