@@ -1,10 +1,14 @@
 /* judge.c: see judge.h. */
 #include "judge.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "../core/config.h"
@@ -270,6 +274,48 @@ static int find_device(judge_run *R) {
   return AT_OK;
 }
 
+/* A judge's directory: dir/<i>/ per config, each holding files and a `templates` link, nothing
+ * deeper. Removes what a run left (links are unlinked, never followed). */
+static void remove_judge_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  char sub[4400], path[4700];
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+    DIR *s = opendir(sub);
+    if (!s) {
+      unlink(sub);
+      continue;
+    }
+    struct dirent *f;
+    while ((f = readdir(s)))
+      if (f->d_name[0] != '.') snprintf(path, sizeof path, "%s/%s", sub, f->d_name), unlink(path);
+    closedir(s);
+    rmdir(sub);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+/* The directories of judges killed before they could remove theirs (SIGKILL, a crash): named
+ * autotune-judge-<pid>-XXXXXX, removed once no process of that pid is left. */
+static void sweep_dead_judges(const char *tmp) {
+  DIR *d = opendir(tmp);
+  if (!d) return;
+  struct dirent *e;
+  char path[4400];
+  while ((e = readdir(d))) {
+    int pid = 0, end = 0;
+    if (sscanf(e->d_name, "autotune-judge-%d-%n", &pid, &end) != 1 || end == 0 || pid <= 0) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to ask about */
+    snprintf(path, sizeof path, "%s/%s", tmp, e->d_name);
+    remove_judge_dir(path);
+  }
+  closedir(d);
+}
+
 int at_judge_open(at_store *db, int gpu, at_judge **out, const char **arch) {
   judge_run *R = at_xcalloc(1, sizeof *R);
   R->db = db, R->gpu = gpu;
@@ -277,7 +323,8 @@ int at_judge_open(at_store *db, int gpu, at_judge **out, const char **arch) {
   if (rc == AT_OK) rc = find_device(R);
   const char *tmp = getenv("TMPDIR");
   if (!tmp || !*tmp) tmp = "/tmp";
-  snprintf(R->dir, sizeof R->dir, "%s/autotune-judge-XXXXXX", tmp);
+  if (rc == AT_OK) sweep_dead_judges(tmp);
+  snprintf(R->dir, sizeof R->dir, "%s/autotune-judge-%d-XXXXXX", tmp, (int)getpid());
   if (rc == AT_OK && !mkdtemp(R->dir))
     rc = at_fail(AT_ERR_RUNTIME, "judge: cannot make a directory under %s: %s", tmp, strerror(errno));
   if (rc) {
@@ -315,7 +362,7 @@ void at_judge_use_db(at_judge *R, at_store *db) { R->db = db; }
 
 void at_judge_close(at_judge *R) {
   if (!R) return;
-  if (R->dir[0]) rmdir(R->dir);
+  if (R->dir[0]) remove_judge_dir(R->dir); /* empty unless a shape stopped half-way */
   cmp_session_stop(&R->S);
   free(R);
 }

@@ -9,10 +9,16 @@
  *   - a shape the DB has no results for is skipped and said; a DB of another GPU model is an
  *     input error (exit 2), as are bad options;
  *   - a tuning run without --no-judge ends with the same judgement, recorded under its own run; a
- *     shard's run (--shard) does not. */
+ *     shard's run (--shard) does not;
+ *   - the judge leaves no directory under $TMPDIR, and removes those of judges killed before they
+ *     could (autotune-judge-<pid>-*, pid no longer running), not a live process's. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../unit/check.h"
 #include "../unit/dbq.h"
@@ -36,6 +42,25 @@ static int run(const char *name, char **out, char *const *args) {
   fprintf(stderr, "---- autotune %s ... (exit %d)\n%s----\n", args[0], rc, *out);
   free(path);
   return rc;
+}
+
+/* dir/name/0/ with a file and a `templates` link (a judge's directory as a killed one leaves it). */
+static void fake_judge_dir(const char *dir, const char *name) {
+  char *top = at_path_join(dir, name), *sub = at_path_join(top, "0"), *file = at_path_join(sub, "x.json");
+  char *link = at_path_join(sub, "templates");
+  CHECK(mkdir(top, 0700) == 0 && mkdir(sub, 0700) == 0);
+  CHECK(at_write_file_atomic(file, "{}", 2) == 0);
+  CHECK(symlink(dir, link) == 0);
+  free(top), free(sub), free(file), free(link);
+}
+
+/* How many entries of dir start with prefix. */
+static int entries_with(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+  if (d) closedir(d);
+  return n;
 }
 
 /* The winner's parameters of shape (m, n, k), as the DB holds them. */
@@ -78,9 +103,25 @@ int main(int argc, char **argv) {
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM runs"), runs);
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM winners WHERE basis = 'alone'"), 2);
 
-  /* The judgement: every config checked and timed as launched, each shape's winner decided on it. */
+  /* The judgement: every config checked and timed as launched, each shape's winner decided on it.
+   * Under a TMPDIR of its own, beside the directory of a judge that was killed (its pid a child's
+   * that has exited) and one of a live process (this one's). */
+  char *tmpdir = at_path_join(TMP, "tmpdir");
+  CHECK(mkdir(tmpdir, 0700) == 0);
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, NULL, 0);
+  char dead[64], live[64];
+  snprintf(dead, sizeof dead, "autotune-judge-%d-AbCdEf", (int)child);
+  snprintf(live, sizeof live, "autotune-judge-%d-GhIjKl", (int)getpid());
+  fake_judge_dir(tmpdir, dead);
+  fake_judge_dir(tmpdir, live);
+  setenv("TMPDIR", tmpdir, 1);
   char *judge[] = {"judge", space, "--db", db, "--within", "5", NULL};
   CHECK_EQ_INT(run("judge.txt", &out, judge), 0);
+  unsetenv("TMPDIR");
+  CHECK_EQ_INT(entries_with(tmpdir, "autotune-judge-"), 1); /* the live one: the dead one and its own removed */
+  CHECK_EQ_INT(entries_with(tmpdir, live), 1);
   CHECK_EQ_INT(count_of(out, "3 configs as launched: "), 2);
   free(out);
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM launches WHERE status = 'ok' AND time_us > 0 AND samples = 10"
