@@ -6,7 +6,8 @@
  * least a wave earlier. Where it must not split (one wave, a full last wave, split K, CLUSTER_K 2,
  * the mma family), it does not. And the two shapes it exists for split as docs/perf.md says. Beside
  * the plan, the launch rule's persistent grids, which at_launch_kernel caps at the clusters the GPU
- * holds (the tail by rows, a cluster per tile, is not one: runtime.c clears the flag). */
+ * holds (the tail by rows, a cluster per tile, is not one: runtime.c clears the flag), and the
+ * rules of STORE 3 (TMA tensor stores) in the launch rule and the launch protocol's plan. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "../../engine/core/error.h"
 #include "../../engine/core/op.h"
 #include "../../engine/gpu/launch.h"
+#include "../../engine/ops/gemm_a8w8_blockscale_kparams.h"
 #include "../../engine/ops/gemm_a8w8_blockscale_tail.h"
 #include "check.h"
 
@@ -125,8 +127,38 @@ static void launch_rule(void) {
   CHECK(at_launch_grid_fit(120, 4, 30) == 120 && at_launch_grid_fit(124, 4, 30) == 120);
 }
 
+/* STORE 3 (TMA tensor stores): passes of whole 64-column boxes only, the shared memory of STORE 0
+ * (one staging area), and the launch protocol makes C's tensor map for those kernels alone. */
+static void tensor_stores(void) {
+  const at_op *op = at_op_find("gemm_a8w8_blockscale");
+  if (!op || !op->launch) return;
+  const char *names[] = {"BLOCK_M", "BLOCK_N", "STAGES", "GROUP_M", "SPLIT_K", "PINGPONG", "RESCALE", "STORE", "CLUSTER_K"};
+  at_shape s = {2048, 4096, 4096};
+  at_launch l0, l3, bad;
+  const int64_t s0[] = {128, 256, 4, 8, 1, 0, 1, 0, 1}, s3[] = {128, 256, 4, 8, 1, 0, 1, 3, 1};
+  at_params p0 = {names, s0, 9}, p3 = {names, s3, 9};
+  CHECK(op->launch("sm90", &p0, &s, 132, &l0) == AT_OK);
+  CHECK(op->launch("sm90", &p3, &s, 132, &l3) == AT_OK);
+  CHECK(l3.smem_bytes == l0.smem_bytes && l3.block[0] == l0.block[0]);
+  const int64_t ck[] = {128, 128, 4, 8, 1, 0, 0, 3, 2}; /* split K in a cluster: halves of 64 columns */
+  at_params pck = {names, ck, 9};
+  CHECK(op->launch("sm90", &pck, &s, 132, &l3) == AT_OK);
+  const int64_t w96[] = {128, 96, 4, 8, 1, 0, 0, 3, 1}, ck64[] = {128, 64, 4, 8, 1, 0, 0, 3, 2},
+                s4[] = {128, 256, 4, 8, 1, 0, 1, 4, 1};
+  at_params p96 = {names, w96, 9}, p64 = {names, ck64, 9}, p4 = {names, s4, 9};
+  CHECK(op->launch("sm90", &p96, &s, 132, &bad) == AT_ERR_INPUT);
+  CHECK(strstr(at_errmsg(), "STORE 3 (tensor stores) needs") && strstr(at_errmsg(), "got 96"));
+  CHECK(op->launch("sm90", &p64, &s, 132, &bad) == AT_ERR_INPUT); /* a 32-column half */
+  CHECK(op->launch("sm90", &p4, &s, 132, &bad) == AT_ERR_INPUT);
+  CHECK(strstr(at_errmsg(), "STORE = 4 is outside 0..3") != NULL);
+  at_a8w8_plan plan;
+  CHECK(at_a8w8_plan_of("sm90", &p3, &plan) == AT_OK && plan.tma == 1 && plan.c_map == 1);
+  CHECK(at_a8w8_plan_of("sm90", &p0, &plan) == AT_OK && plan.tma == 1 && plan.c_map == 0);
+}
+
 int main(void) {
   launch_rule();
+  tensor_stores();
   /* 4096 x 28672 x 4096 with the committed 128 x 256 tiles in clusters of two along M: 1,792 units
    * on 66 clusters, 10 in the last wave; the tail takes the last 2 columns of the last 8 rows of
    * cluster tiles (2048 x 512), 64 tiles of 128 x 128 split in K over 128 CTAs. */
