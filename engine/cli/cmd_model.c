@@ -18,7 +18,7 @@ static const char *USAGE =
     "usage: autotune model [--db PATH] [--out DIR] [--device-name arch|product] [--tag TAG] [--min-share PCT]\n"
     "                      [--cv [--worst N]]\n\n"
     "Fits the time model of every (device, op, tag) of a menu run's DB and writes\n"
-    "DIR/<device>-GEMM-<TAG>-model.json: per config, five coefficients of its time against the\n"
+    "DIR/<device>-GEMM-<TAG>-model.json: per config, six coefficients of its time against the\n"
     "geometry of its launch, and its residuals on the fit's shapes, which correct a prediction near\n"
     "them. The runtime picks from it for an (N, K) with no file of its own.\n\n"
     "  --db PATH            the DB of a menu run (default $AUTOTUNE_DB, else tuned/autotune.db)\n"

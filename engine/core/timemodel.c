@@ -43,6 +43,11 @@ int at_tm_features(const at_config *c, int64_t m, int64_t n, int64_t k, int sm_c
   f[2] = ((double)m * (double)k + (double)n * (double)k) / 1e6;
   f[3] = waves * kblocks * active / sm_count;
   f[4] = waves;
+  /* The k-blocks again where K / 128 is not a multiple of 8: a row of A's scales (K / 128 floats)
+   * then crosses into its next 32-byte sector at a different k-block for each row, so the scale
+   * loads miss L1 at nearly every k-block (the sm90 template's comment on scales); how much that
+   * costs depends on the config (which loads its scales two k-blocks ahead, or from shared memory). */
+  f[5] = cdiv(k, 128) % 8 ? waves * kblocks : 0.0;
   return 0;
 }
 
@@ -288,7 +293,7 @@ int at_tm_is_model_file(const char *f) {
 
 char *at_tm_to_json(const at_time_model *tm) {
   at_buf b = {0};
-  at_buf_printf(&b, "{\n  \"format\": \"autotune-model/%d\",\n  \"op\": ", tm->nfit ? 3 : 2);
+  at_buf_puts(&b, "{\n  \"format\": \"autotune-model/4\",\n  \"op\": ");
   at_buf_json_string(&b, tm->op);
   at_buf_puts(&b, ",\n  \"tag\": ");
   at_buf_json_string(&b, tm->tag);
@@ -300,7 +305,7 @@ char *at_tm_to_json(const at_time_model *tm) {
   at_buf_json_string(&b, tm->arch);
   at_buf_printf(&b, ",\n  \"sm_count\": %d,\n  \"fit_shapes\": %d,", tm->sm_count, tm->fit_shapes);
   at_buf_puts(&b, "\n  \"features\": [\"1\", \"waves * kblocks\", \"(M K + N K) / 1e6\", "
-                  "\"waves * kblocks * active / sm_count\", \"waves\"],");
+                  "\"waves * kblocks * active / sm_count\", \"waves\", \"waves * kblocks if K / 128 % 8\"],");
   if (tm->nfit) {
     at_buf_puts(&b, "\n  \"fit\": [");
     for (int s = 0; s < tm->nfit; s++)
@@ -400,8 +405,9 @@ static int read_fit(const char *name, const at_json *f, at_time_model *out) {
   return AT_OK;
 }
 
-/* nf: the coefficients a config has in this file's format (4 in format 1, AT_TM_NF in 2 and 3); the
- * features past them get 0. With out->nfit (format 3) each config has its residuals too. */
+/* nf: the coefficients a config has in this file's format (4 in format 1, 5 in 2 and 3, AT_TM_NF in
+ * 4); the features past them get 0. With out->nfit (format 3, and 4 with "fit") each config has its
+ * residuals too. */
 static int read_configs(const char *name, const at_json *cs, int nf, at_time_model *out) {
   if (!cs || cs->kind != AT_J_ARRAY || cs->n == 0 || cs->n > AT_TM_MAX_CONFIGS)
     return at_fail(AT_ERR_INPUT, "%s: \"configs\" must be an array of 1 to %d configs", name, AT_TM_MAX_CONFIGS);
@@ -445,12 +451,13 @@ int at_tm_from_json(const char *name, const at_json *j, at_time_model *out) {
   if (!j || j->kind != AT_J_OBJECT) return at_fail(AT_ERR_INPUT, "%s: not a JSON object", name);
   const char *format = at_json_str(j, "format");
   const int version = !format                                      ? 0
+                      : strcmp(format, "autotune-model/4") == 0 ? 4
                       : strcmp(format, "autotune-model/3") == 0 ? 3
                       : strcmp(format, "autotune-model/2") == 0 ? 2
                       : strcmp(format, "autotune-model/1") == 0 ? 1
                                                                 : 0;
-  if (!version) return at_fail(AT_ERR_INPUT, "%s: \"format\" is not \"autotune-model/3\" (or 2, 1)", name);
-  const int nf = version == 1 ? 4 : AT_TM_NF;
+  if (!version) return at_fail(AT_ERR_INPUT, "%s: \"format\" is not \"autotune-model/4\" (or 3, 2, 1)", name);
+  const int nf = version == 1 ? 4 : version < 4 ? 5 : AT_TM_NF;
   AT_TRY(at_json_copy_str(name, j, "op", out->op, sizeof out->op, 1));
   AT_TRY(at_json_copy_str(name, j, "tag", out->tag, sizeof out->tag, 1));
   AT_TRY(at_json_copy_str(name, j, "device", out->device, sizeof out->device, 1));
@@ -461,7 +468,7 @@ int at_tm_from_json(const char *name, const at_json *j, at_time_model *out) {
     return at_fail(AT_ERR_INPUT, "%s: \"sm_count\" must be an integer from 1", name);
   out->sm_count = (int)v;
   if (at_json_int(j, "fit_shapes", &v) == 0) out->fit_shapes = (int)v;
-  int rc = version == 3 ? read_fit(name, at_json_get(j, "fit"), out) : AT_OK;
+  int rc = version == 3 || (version == 4 && at_json_get(j, "fit")) ? read_fit(name, at_json_get(j, "fit"), out) : AT_OK;
   if (rc == AT_OK) rc = read_configs(name, at_json_get(j, "configs"), nf, out);
   if (rc) at_tm_free(out);
   return rc;

@@ -4,7 +4,7 @@
  * carry the neighbour's wave count, which does not fit another N (a tile count of 208 on 132 SMs is
  * two waves, 1.6 of them idle), and one compromise file per tag cannot be right for N = 576 and
  * N = 37888 at once. The model predicts each menu config's time on any shape from the geometry of
- * its launch, with five coefficients per config fitted on measured times, and picks the fastest
+ * its launch, with six coefficients per config fitted on measured times, and picks the fastest
  * (at M = 512, and for 128 x 256 in-place tiles from 576 to 1024, with the share of its time the
  * runtime's tail saves composed in, at_op.plan_factor).
  *
@@ -14,16 +14,22 @@
  *            cluster tiles: a CTA whose tile lies past M or N runs too);  cs = CLUSTER_M CLUSTER_N CLUSTER_K
  *   ctas   = tiles SPLIT_K CLUSTER_K;  slots = floor(S / cs) cs;  active = min(ctas, slots)
  *   waves  = ceil(ctas / slots);  kblocks = ceil(K / 128) / (SPLIT_K CLUSTER_K)
- *   f = [1, waves kblocks, (M K + N K) / 1e6, waves kblocks active / S, waves]
+ *   odd    = 1 when K / 128 is not a multiple of 8, else 0
+ *   f = [1, waves kblocks, (M K + N K) / 1e6, waves kblocks active / S, waves, odd waves kblocks]
  * time_us = coef . f: a fixed cost, the busiest SM's k-blocks, the bytes read (the memory floor of
  * decode sizes), the k-blocks again scaled by how much of the GPU is busy (a few busy SMs each
  * stream faster than a full GPU of them), and a cost per tile an SM takes (its epilogue, its
- * pipeline's fill). Fitted per config by least squares on relative error. The fifth feature came
- * in format 2 (session 13: cross-validated by (N, K) on the menu's 425 shapes, picking cost 1.021x
- * the fastest config instead of 1.024x, docs/perf.md); a format-1 file has four coefficients, read
- * with a fifth of 0.
+ * pipeline's fill), and the k-blocks once more where the rows of A's scales cross their 32-byte
+ * sectors at different k-blocks (K / 128 not a multiple of 8), which costs each config its own
+ * share (whether it loads its scales two k-blocks ahead or from shared memory). Fitted per config
+ * by least squares on relative error. The fifth feature came in format 2 (session 13:
+ * cross-validated by (N, K) on the menu's 425 shapes, picking cost 1.021x the fastest config
+ * instead of 1.024x, docs/perf.md), the sixth in format 4 (session 38: on session 31's menu of 585
+ * shapes, 1.012x -> 1.010x and 8 -> 6 shapes above 1.10x; 256 x 4096 x 11008 picked 128 x 64 tiles
+ * in pairs, predicted 24 us, run 33, where 128 x 128 split in a cluster runs 27). A file of an
+ * older format has fewer coefficients, read with the features past them at 0.
  *
- * Format 3 (session 20) adds what the five features miss near the shapes the fit has seen: each
+ * Format 3 (session 20) adds what the features miss near the shapes the fit has seen: each
  * config's residual there, log(measured / predicted), and the fit's shapes. A prediction on
  * (M, N, K) is multiplied by exp(mean of the config's residuals on the AT_TM_NEAR fit shapes
  * nearest in (log M, log N, log K)), those where it was measured. Why: the five features leave
@@ -35,7 +41,7 @@
  * 1.015x with the residuals; through `compare`, the sets ran 0-0.3% faster and the shapes above
  * 1.05x cuBLASLt's time went from 44 to 36 (above 1.10x: 5 both ways). The nearest 6: of 3, 4,
  * 6, 8 and 12, cross-validated by (N, K) on those 1,082 shapes, 6 and 8 picked best. Files of
- * format 1 and 2 have no residuals and predict as before.
+ * format 1 and 2 have no residuals and predict as before; format 4 has them when it has "fit".
  *
  * Invariants: a model names each config once; every config has a family and a template (it was
  * launched to be measured); a config whose prediction is not positive on a shape is not picked
@@ -50,7 +56,7 @@
 #include "json.h"
 #include "op.h"
 
-enum { AT_TM_NF = 5, AT_TM_MAX_CONFIGS = 512, AT_TM_NEAR = 6, AT_TM_MAX_FIT = 65536 };
+enum { AT_TM_NF = 6, AT_TM_MAX_CONFIGS = 512, AT_TM_NEAR = 6, AT_TM_MAX_FIT = 65536 };
 
 typedef struct at_time_model {
   char op[64], tag[64], device[128], device_name[128], arch[16];
@@ -79,7 +85,7 @@ int at_tm_fit(const double (*x)[AT_TM_NF], const double *t, int rows, double coe
 /* Predicted time of config i on (m, n, k); <= 0 when the model has no answer. sm_count 0: the
  * model's own. As the tuner measured it: alone, without the runtime's tail (composed in by
  * at_tm_predict_planned, at M = 512 only: docs/perf.md, "The time model and the tail"). With
- * residuals (format 3), corrected by those of the nearest fit shapes (above). */
+ * residuals (format 3, or 4 with its fit's shapes), corrected by those of the nearest fit shapes (above). */
 double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count);
 
 /* The features' prediction alone, without the residuals' correction (what the fit fits). */

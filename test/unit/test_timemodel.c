@@ -93,13 +93,15 @@ static double model_time(const at_config *c, const double coef[AT_TM_NF], int64_
 
 static void fit_recovers(void) {
   at_config c = mma_config(128, 128);
-  const double truth[AT_TM_NF] = {3.0, 0.05, 0.4, 0.02, 0.7};
-  double x[NSHAPES][AT_TM_NF], t[NSHAPES];
+  const double truth[AT_TM_NF] = {3.0, 0.05, 0.4, 0.02, 0.7, 0.01};
+  /* The test's shapes, and each again with one k-block more (K / 128 not a multiple of 8). */
+  double x[2 * NSHAPES][AT_TM_NF], t[2 * NSHAPES];
   int rows = 0;
-  for (; rows < NSHAPES; rows++) {
-    const syn_shape q = syn(rows);
-    CHECK_EQ_INT(at_tm_features(&c, q.m, q.n, q.k, 132, x[rows]), 0);
-    t[rows] = model_time(&c, truth, q.m, q.n, q.k);
+  for (; rows < 2 * NSHAPES; rows++) {
+    const syn_shape q = syn(rows % NSHAPES);
+    const int64_t k = q.k + (rows < NSHAPES ? 0 : 128);
+    CHECK_EQ_INT(at_tm_features(&c, q.m, q.n, k, 132, x[rows]), 0);
+    t[rows] = model_time(&c, truth, q.m, q.n, k);
   }
   double coef[AT_TM_NF], rms = 1;
   CHECK_EQ_INT(at_tm_fit((const double(*)[AT_TM_NF])x, t, rows, coef, &rms), AT_OK);
@@ -113,7 +115,10 @@ static void fit_recovers(void) {
   double f[AT_TM_NF];
   CHECK_EQ_INT(at_tm_features(&narrow, 4096, 1024, 1024, 132, f), 0);
   CHECK(f[0] == 1 && f[1] == 32 * 8 && fabs(f[2] - (4096.0 * 1024 + 1024.0 * 1024) / 1e6) < 1e-12 && f[3] == 32 * 8 &&
-        f[4] == 32);
+        f[4] == 32 && f[5] == 0);
+  /* K / 128 = 9, not a multiple of 8: the sixth feature is the k-blocks again. */
+  CHECK_EQ_INT(at_tm_features(&narrow, 4096, 1024, 1152, 132, f), 0);
+  CHECK(f[1] == 32 * 9 && f[5] == 32 * 9);
   at_config none;
   memset(&none, 0, sizeof none);
   CHECK_EQ_INT(at_tm_features(&none, 16, 1024, 1024, 132, f), -1); /* no BLOCK_M: no prediction */
@@ -262,9 +267,18 @@ static void json_roundtrip(void) {
   refused(buf, "\"coef\" must be an array of 5 numbers");
   snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, 4, 5]}]}", head2, one);
   CHECK_EQ_INT(parse_model(buf, &back), AT_OK);
-  CHECK(back.nconfigs == 1 && back.coef[0][4] == 5);
+  CHECK(back.nconfigs == 1 && back.coef[0][4] == 5 && back.coef[0][5] == 0); /* the sixth taken as 0 */
   at_tm_free(&back);
-  refused("{\"format\": \"autotune-configs/1\"}", "\"format\" is not \"autotune-model/3\"");
+  /* Format 4 has six, and its residuals only with "fit". */
+  const char *head4 = "{\"format\": \"autotune-model/4\", \"op\": \"gemm_a8w8_blockscale\", \"tag\": \"SYN\", "
+                      "\"device\": \"sm90\", \"sm_count\": 132, \"configs\": [";
+  snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, 4, 5]}]}", head4, one);
+  refused(buf, "\"coef\" must be an array of 6 numbers");
+  snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, 4, 5, 6]}]}", head4, one);
+  CHECK_EQ_INT(parse_model(buf, &back), AT_OK);
+  CHECK(back.nconfigs == 1 && back.coef[0][5] == 6 && back.nfit == 0);
+  at_tm_free(&back);
+  refused("{\"format\": \"autotune-configs/1\"}", "\"format\" is not \"autotune-model/4\"");
   snprintf(buf, sizeof buf, "%s]}", head);
   refused(buf, "\"configs\" must be an array of 1 to");
   refused("{\"format\": \"autotune-model/1\", \"op\": \"x\", \"tag\": \"SYN\", \"device\": \"sm90\", \"configs\": []}",
@@ -339,10 +353,10 @@ static void residuals(void) {
     CHECK(fabs(at_tm_predict(&k6, 0, 16, 1024, 65536, 0) - 2 * raw) < 1e-6 * raw);
     at_tm_free(&k6);
   }
-  /* Written and read back: format 3, the fit's shapes and every residual (to 3 decimals), nulls kept. */
+  /* Written and read back: format 4, the fit's shapes and every residual (to 3 decimals), nulls kept. */
   tm.resid[3] = NAN;
   char *text = at_tm_to_json(&tm);
-  CHECK_CONTAINS(text, "\"format\": \"autotune-model/3\"");
+  CHECK_CONTAINS(text, "\"format\": \"autotune-model/4\"");
   at_time_model back;
   CHECK_EQ_INT(parse_model(text, &back), AT_OK);
   CHECK_EQ_INT(back.nfit, 15);
