@@ -479,7 +479,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
                 "STORE must be 0, 1, 2 or 3 (2: two math warpgroups at most)");
   static_assert(STORE != 3 || (!SWAP_AB && L::epi_n % 64 == 0),
                 "STORE 3 (tensor stores): SWAP_AB 0 and passes of whole 64-column boxes: BLOCK_N 64, 128 or 256 "
-                "(128 with CLUSTER_K 2)");
+                "(128 or 256 with CLUSTER_K 2)");
   static_assert(RESCALE == 0 || KPIPE == 1, "RESCALE accumulates in place: one k-block in flight (KPIPE 1)");
   static_assert(MATH_WG != 3 || (RESCALE ? BLOCK_N <= 192 : (KPIPE + 1) * BLOCK_N <= 256),
                 "three math warpgroups hold at most 160 registers a thread: (1 + KPIPE) x BLOCK_N / 2 <= 128");

@@ -158,7 +158,7 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
                      "family sm90: SCALE_KB needs SWAP_AB 0 and STORE 0 or 3 (its scales are copied by the producer's warp 1)");
     if (store == 3 && (swap || (bn > 128 || ck == 2 ? bn / 2 : bn) % 64))
       return at_fail(AT_ERR_INPUT,
-                     "family sm90: STORE 3 (tensor stores) needs SWAP_AB 0 and BLOCK_N 64, 128 or 256 (128 with CLUSTER_K 2; got %lld)",
+                     "family sm90: STORE 3 (tensor stores) needs SWAP_AB 0 and BLOCK_N 64, 128 or 256 (128 or 256 with CLUSTER_K 2; got %lld)",
                      (long long)bn);
     out[0] = 128 * (1 + sm90_math_wg(bm, bn, swap));
     out[1] = sm90_smem_bytes(bm, bn, at_params_get(p, "STAGES", 0), ck, store, swap, scale_kb);
