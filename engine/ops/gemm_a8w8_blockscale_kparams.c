@@ -23,15 +23,34 @@ int at_a8w8_plan_of(const char *family, const at_params *p, at_a8w8_plan *out) {
 
 /* ---- tensor maps, cached per thread ----------------------------------------------------------- */
 
-typedef struct tmap_slot {
+/* A slot holds the maps of one key: an operand's (pointer, rows, K, box) with two maps (whole and
+ * end boxes), or C's (pointer, rows, cols, ld) with one. Operands and C have caches of their own: C
+ * changes more often than the weights and would evict their maps. */
+typedef struct map_slot {
   uint64_t ptr;
-  int rows, k, box;
-  CUtensorMap whole, end; /* boxes of `box` rows, and of the rows left at the end */
-} tmap_slot;
+  int d[3];
+  CUtensorMap map[2];
+} map_slot;
 
-enum { TMAP_SLOTS = 16 }; /* two operands a launch, two launches a call (the tail), a few shapes */
-static _Thread_local tmap_slot tl_maps[TMAP_SLOTS];
-static _Thread_local unsigned tl_next;
+enum { TMAP_SLOTS = 16, CMAP_SLOTS = 8 }; /* operands: two a launch, two launches a call (the tail), a few shapes */
+static _Thread_local map_slot tl_maps[TMAP_SLOTS], tl_cmaps[CMAP_SLOTS];
+static _Thread_local unsigned tl_next, tl_cnext;
+
+/* The slot of (ptr, d0, d1, d2) in slots[n]: found (*hit 1), or the next one round, emptied for the
+ * caller to encode into and then claim with claim(). */
+static map_slot *lookup(map_slot *slots, unsigned n, unsigned *next, uint64_t ptr, int d0, int d1, int d2, int *hit) {
+  for (unsigned i = 0; i < n; i++) {
+    map_slot *s = &slots[i];
+    if (s->ptr == ptr && s->d[0] == d0 && s->d[1] == d1 && s->d[2] == d2) return *hit = 1, s;
+  }
+  map_slot *s = &slots[(*next)++ % n];
+  s->ptr = 0; /* no key matches it until its maps are whole */
+  return *hit = 0, s;
+}
+
+static void claim(map_slot *s, uint64_t ptr, int d0, int d1, int d2) {
+  s->ptr = ptr, s->d[0] = d0, s->d[1] = d1, s->d[2] = d2;
+}
 
 /* How far L2 rounds up a TMA load's fetch from memory (a compile-time choice, for measuring). On
  * the H100 (docs/perf.md, "The k-block count"), 128 bytes or none instead of 256 changed
@@ -59,58 +78,39 @@ static int encode(uint64_t ptr, int rows, int k, int box, CUtensorMap *out) {
  * its end box only (decode-sized M): one map, encoded once, in both places. Cached per thread by
  * (pointer, rows, K, box): one scan a launch per operand, one or two encodes per new M. */
 static int tensor_maps(uint64_t ptr, int rows, int k, int box, CUtensorMap *whole, CUtensorMap *end) {
-  for (unsigned i = 0; i < TMAP_SLOTS; i++) {
-    const tmap_slot *s = &tl_maps[i];
-    if (s->ptr == ptr && s->rows == rows && s->k == k && s->box == box) {
-      *whole = s->whole, *end = s->end;
-      return AT_OK;
-    }
+  int hit;
+  map_slot *s = lookup(tl_maps, TMAP_SLOTS, &tl_next, ptr, rows, k, box, &hit);
+  if (!hit) {
+    const int left = rows % box ? rows % box : box;
+    AT_TRY(encode(ptr, rows, k, left, &s->map[1]));
+    if (rows < box || left == box) /* whole never used, or the same boxes */
+      s->map[0] = s->map[1];
+    else
+      AT_TRY(encode(ptr, rows, k, box, &s->map[0]));
+    claim(s, ptr, rows, k, box);
   }
-  tmap_slot *s = &tl_maps[tl_next++ % TMAP_SLOTS];
-  s->ptr = 0;
-  const int left = rows % box ? rows % box : box;
-  AT_TRY(encode(ptr, rows, k, left, &s->end));
-  if (rows < box || left == box) /* whole never used, or the same boxes */
-    s->whole = s->end;
-  else
-    AT_TRY(encode(ptr, rows, k, box, &s->whole));
-  s->ptr = ptr, s->rows = rows, s->k = k, s->box = box;
-  *whole = s->whole, *end = s->end;
+  *whole = s->map[0], *end = s->map[1];
   return AT_OK;
 }
 
 /* C as the sm90 epilogue's tensor stores see it: rows x cols bf16 (as 16-bit words) with a row
  * stride of ld elements, boxes of 64 x 64, 128-byte swizzled in shared memory. Cached per thread
- * by (pointer, rows, cols, ld) apart from the operands' maps: C changes more often than the weights. */
-typedef struct cmap_slot {
-  uint64_t ptr;
-  int rows, cols, ld;
-  CUtensorMap map;
-} cmap_slot;
-
-enum { CMAP_SLOTS = 8 };
-static _Thread_local cmap_slot tl_cmaps[CMAP_SLOTS];
-static _Thread_local unsigned tl_cnext;
-
+ * by (pointer, rows, cols, ld). */
 static int c_map(uint64_t ptr, int rows, int cols, int ld, CUtensorMap *out) {
-  for (unsigned i = 0; i < CMAP_SLOTS; i++) {
-    const cmap_slot *s = &tl_cmaps[i];
-    if (s->ptr == ptr && s->rows == rows && s->cols == cols && s->ld == ld) {
-      *out = s->map;
-      return AT_OK;
-    }
+  int hit;
+  map_slot *s = lookup(tl_cmaps, CMAP_SLOTS, &tl_cnext, ptr, rows, cols, ld, &hit);
+  if (!hit) {
+    const cuuint64_t dim[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+    const cuuint64_t stride[1] = {(cuuint64_t)ld * 2};
+    const cuuint32_t boxdim[2] = {64, 64};
+    const cuuint32_t estride[2] = {1, 1};
+    CU_CHECK(at_cu->TensorMapEncodeTiled(&s->map[0], CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (void *)(uintptr_t)ptr, dim,
+                                         stride, boxdim, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+    claim(s, ptr, rows, cols, ld);
   }
-  cmap_slot *s = &tl_cmaps[tl_cnext++ % CMAP_SLOTS];
-  s->ptr = 0;
-  const cuuint64_t dim[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
-  const cuuint64_t stride[1] = {(cuuint64_t)ld * 2};
-  const cuuint32_t boxdim[2] = {64, 64};
-  const cuuint32_t estride[2] = {1, 1};
-  CU_CHECK(at_cu->TensorMapEncodeTiled(&s->map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (void *)(uintptr_t)ptr, dim, stride,
-                                       boxdim, estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                       CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
-  s->ptr = ptr, s->rows = rows, s->cols = cols, s->ld = ld;
-  *out = s->map;
+  *out = s->map[0];
   return AT_OK;
 }
 

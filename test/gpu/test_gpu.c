@@ -129,7 +129,7 @@ static void sm90_random(void) {
     /* two CTAs of a cluster split each tile's k-blocks: one-split kernels of one slice, no store
      * warps; with a multicast pair, clusters of four */
     int ck = 1;
-    if (cm * cn <= 2 && bm <= 128 && ((r >> 1) & 1)) ck = 2, split = 1, store = store == 3 && bn == 128 ? 3 : 0;
+    if (cm * cn <= 2 && bm <= 128 && ((r >> 1) & 1)) ck = 2, split = 1, store = store == 3 && bn >= 128 ? 3 : 0;
     fprintf(f,
             "  - name: s%d\n    family: sm90\n    template: %s/templates/gemm_a8w8_blockscale_sm90.cuh\n"
             "    entry: \"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, "
