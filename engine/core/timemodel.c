@@ -163,12 +163,14 @@ double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64
  * - At the grid's M = 512 (calls of M 385 to 512), every config's plan: there the model picked 128 x
  *   192 tiles that fill one wave where 128 x 128 tiles in clusters of two, with the tail, ran up to
  *   1.27x faster (H100, docs/perf.md, "The time model and the tail").
- * - From 576 to 1024, only the 128 x 256 in-place tiles' (BLOCK_N 256, RESCALE 1), and only a last
- *   wave moved to a tail launch (AT_PLAN_LAST_WAVE): composed there for those, 128 x 256 tiles ran
- *   5-13% faster than the model's picks on N = 4608-40960 (session 36); composed for every config
- *   and plan, the tail's estimate also made 128 x 128 and 128 x 192 tiles with a 64 x 64 tail, and
- *   tails by rows, look fast that ran up to 1.24x slower (docs/perf.md, "The runtime's tail in the
- *   tuned files and the time model").
+ * - From 576 to 1024, every config but 192-row tiles, and only a last wave moved to a tail launch
+ *   (AT_PLAN_LAST_WAVE). Session 36 composed it for the 128 x 256 in-place tiles alone (they ran
+ *   5-13% faster than the model's picks on N = 4608-40960; for every config and plan, 128 x 128 and
+ *   128 x 192 tiles with a 64 x 64 tail, and tails by rows, looked fast and ran up to 1.24x slower).
+ *   With the 64 x 64 tail priced at 2.5 (session 39), the 14 answers that composing it for every
+ *   tile of 64, 128 or 256 rows changes ran 0.96x-0.97x their time (three rounds; 12 faster by 1-8%,
+ *   640 x 11264 x 8192 1.02x); 192-row tiles with a tail there also lost up to 1.18x (672 x 8192 x
+ *   29568) (docs/perf.md, "The 64 x 64 tail's penalty").
  * - Elsewhere not: at 1024-2048 it swapped configs that ran within a few percent of each other,
  *   192 x 192 tiles for slower 128 x 128 pairs among them (session 12), and the 128 x 256 rule
  *   above taken up to 2048 gained 3% on the shapes it changed of one set but nothing on a
@@ -178,8 +180,7 @@ double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64
 enum { PLAN_M = 512, PLAN_WIDE_M = 1024 };
 static int plan_mode(const at_params *p, int64_t m) {
   if (m == PLAN_M) return AT_PLAN_CONFIG;
-  if (m > PLAN_M && m <= PLAN_WIDE_M && at_params_get(p, "BLOCK_N", 0) == 256 && at_params_get(p, "RESCALE", 0) == 1)
-    return AT_PLAN_LAST_WAVE;
+  if (m > PLAN_M && m <= PLAN_WIDE_M && at_params_get(p, "BLOCK_M", 0) != 192) return AT_PLAN_LAST_WAVE;
   return -1;
 }
 

@@ -453,12 +453,16 @@ static void answer_with_plan(void) {
   CHECK(fabs(at_tm_predict_planned(&tm, op, 1, 512, n, k, 0) - f * at_tm_predict(&tm, 1, 512, n, k, 0)) < 1e-9);
   CHECK(at_tm_predict_planned(&tm, op, 0, 512, n, k, 0) == at_tm_predict(&tm, 0, 512, n, k, 0)); /* one wave */
   CHECK(at_tm_predict_planned(&tm, NULL, 1, 512, n, k, 0) == at_tm_predict(&tm, 1, 512, n, k, 0));
-  /* At other M, as measured alone: below, and above, where the plan would still split (768, 1024). */
+  /* Below M = 512 as measured alone; above it, up to 1024, only a last wave moved to a tail (the
+   * plan's AT_PLAN_LAST_WAVE factor: 1 where the tail would take other rows or none). */
   CHECK(at_tm_predict_planned(&tm, op, 1, 384, n, k, 0) == at_tm_predict(&tm, 1, 384, n, k, 0));
   const at_shape s768 = {768, n, k}, s1024 = {1024, n, k};
   CHECK(op->plan_factor("sm90", &p1, &s768, 132, 0) < 1 || op->plan_factor("sm90", &p1, &s1024, 132, 0) < 1);
-  CHECK(at_tm_predict_planned(&tm, op, 1, 768, n, k, 0) == at_tm_predict(&tm, 1, 768, n, k, 0));
-  CHECK(at_tm_predict_planned(&tm, op, 1, 1024, n, k, 0) == at_tm_predict(&tm, 1, 1024, n, k, 0));
+  CHECK(at_tm_predict_planned(&tm, op, 1, 768, n, k, 0) ==
+        at_tm_predict(&tm, 1, 768, n, k, 0) * op->plan_factor("sm90", &p1, &s768, 132, AT_PLAN_LAST_WAVE));
+  CHECK(at_tm_predict_planned(&tm, op, 1, 1024, n, k, 0) ==
+        at_tm_predict(&tm, 1, 1024, n, k, 0) * op->plan_factor("sm90", &p1, &s1024, 132, AT_PLAN_LAST_WAVE));
+  CHECK(op->plan_factor("sm90", &p1, &s1024, 132, AT_PLAN_LAST_WAVE) < 1); /* composed there */
   CHECK_EQ_INT(at_tm_best(&tm, NULL, 0, 512, n, k, 0), 0);
   CHECK_EQ_INT(at_tm_best(&tm, op, 0, 512, n, k, 0), 0); /* a runtime without the tail */
   CHECK_EQ_INT(at_tm_best(&tm, op, 1, 512, n, k, 0), 1);
@@ -490,11 +494,12 @@ static void answer_with_plan(void) {
   at_tm_free(&tm);
 }
 
-/* From M = 576 to 1024 the plan is composed for 128 x 256 in-place tiles only, and only a last wave
- * moved to a tail launch (timemodel.c, plan_mode): 128 x 256 tiles in pairs along N make 140 tiles
- * at 640 x 7168 (a second wave of 8), which the tail rescues; 128 x 192 and 128 x 128 tiles keep
- * their times measured alone there although their plans split too, and so does a tail by rows
- * (128 x 256 pairs along M at 640 x 16384), and so does any config above M = 1024. */
+/* From M = 576 to 1024 the plan is composed for every config but 192-row tiles, and only a last
+ * wave moved to a tail launch (timemodel.c, plan_mode; 128 x 256 in place only before session 39):
+ * 128 x 256 tiles in pairs along N make 140 tiles at 640 x 7168 (a second wave of 8), which the
+ * tail rescues, and 128 x 192 tiles' last wave too; 192 x 192 tiles keep their times measured alone
+ * there although their plans split too, and so does a tail by rows (128 x 256 pairs along M at
+ * 640 x 16384), and so does any config above M = 1024. */
 static void wide_plan_above_512(void) {
   /* Alone, the 128 x 256 tiles a little slower per product: the pick without the plan is 128 x 192. */
   at_time_model tm = two_sm90(sm90_tile(128, 256, 1, 2, 1, 1, 3), 1.1, sm90_tile(128, 192, 1, 1, 1, 1, 4), 0.8);
@@ -510,8 +515,18 @@ static void wide_plan_above_512(void) {
   const double f = op->plan_factor("sm90", &p0, &s640, 132, AT_PLAN_LAST_WAVE);
   CHECK(f > 0.5 && f < 0.8 && f == op->plan_factor("sm90", &p0, &s640, 132, AT_PLAN_CONFIG));
   CHECK(fabs(at_tm_predict_planned(&tm, op, 0, 640, n, k, 0) - f * at_tm_predict(&tm, 0, 640, n, k, 0)) < 1e-9);
-  CHECK(op->plan_factor("sm90", &p1, &s640, 132, AT_PLAN_CONFIG) < 1); /* its plan splits, not composed */
-  CHECK(at_tm_predict_planned(&tm, op, 1, 640, n, k, 0) == at_tm_predict(&tm, 1, 640, n, k, 0));
+  const double f1 = op->plan_factor("sm90", &p1, &s640, 132, AT_PLAN_LAST_WAVE);
+  CHECK(f1 > 0.5 && f1 < 1);
+  CHECK(fabs(at_tm_predict_planned(&tm, op, 1, 640, n, k, 0) - f1 * at_tm_predict(&tm, 1, 640, n, k, 0)) < 1e-9);
+  /* 192 x 192 tiles (three math warpgroups) whose last wave the tail takes are not composed: at
+   * 704 x 8192 x 7168, 43 columns of 4 rows, 40 tiles past the first wave. */
+  at_time_model t192 = two_sm90(sm90_tile(192, 192, 1, 1, 1, 1, 3), 1.0, sm90_tile(128, 256, 1, 2, 1, 1, 3), 1.1);
+  const char *names3[AT_MAX_PARAMS];
+  const at_params p3 = at_config_params(&t192.configs[0], names3);
+  const at_shape s704 = {704, 8192, 7168};
+  CHECK(op->plan_factor("sm90", &p3, &s704, 132, AT_PLAN_LAST_WAVE) < 1);
+  CHECK(at_tm_predict_planned(&t192, op, 0, 704, 8192, 7168, 0) == at_tm_predict(&t192, 0, 704, 8192, 7168, 0));
+  at_tm_free(&t192);
   CHECK_EQ_INT(at_tm_best(&tm, op, 0, 640, n, k, 0), 1);
   CHECK_EQ_INT(at_tm_best(&tm, op, 1, 640, n, k, 0), 0);
   /* Above 1024: 1280 x 7168 splits a last wave too, as measured alone all the same. */
