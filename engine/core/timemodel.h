@@ -5,7 +5,7 @@
  * two waves, 1.6 of them idle), and one compromise file per tag cannot be right for N = 576 and
  * N = 37888 at once. The model predicts each menu config's time on any shape from the geometry of
  * its launch, with six coefficients per config fitted on measured times, and picks the fastest
- * (at M = 512, and for 128 x 256 in-place tiles from 576 to 1024, with the share of its time the
+ * (at M = 512, and from 576 to 1024 for every tile but 192-row ones, with the share of its time the
  * runtime's tail saves composed in, at_op.plan_factor).
  *
  * Features of config c on (M, N, K) with S SMs (BLOCK_M, BLOCK_N, SPLIT_K, CLUSTER_M, CLUSTER_N,
@@ -93,7 +93,7 @@ double at_tm_predict_raw(const at_time_model *tm, int i, int64_t m, int64_t n, i
 
 /* The same with the op's launch plan composed in where timemodel.c's plan_mode says: at M = 512
  * at_op.plan_factor for a tail of the last wave or by rows (AT_PLAN_CONFIG), from 576 to 1024 for a
- * 128 x 256 in-place config a tail of the last wave only (AT_PLAN_LAST_WAVE); never AT_PLAN_UNTUNED
+ * config of other than 192 rows a tail of the last wave only (AT_PLAN_LAST_WAVE); never AT_PLAN_UNTUNED
  * (a plan that runs the whole call as a tail config says nothing about config i). op NULL, or
  * another M or config: at_tm_predict. */
 double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
