@@ -223,6 +223,24 @@ static void refused(const char *text, const char *what) {
   CHECK_CONTAINS(at_errmsg(), what);
 }
 
+/* A model of format `format` with the config `one` (an object open at the end) and n - 1
+ * coefficients 1, 2, ... is refused naming n; with n of them it parses into *back. */
+static void coef_count(int format, const char *one, int n, at_time_model *back) {
+  char head[256], coef[64] = "", buf[4096], want[64];
+  snprintf(head, sizeof head,
+           "{\"format\": \"autotune-model/%d\", \"op\": \"gemm_a8w8_blockscale\", \"tag\": \"SYN\", "
+           "\"device\": \"sm90\", \"sm_count\": 132, \"configs\": [",
+           format);
+  int len = 0;
+  for (int i = 1; i < n; i++) len += snprintf(coef + len, sizeof coef - len, "%s%d", i > 1 ? ", " : "", i);
+  snprintf(buf, sizeof buf, "%s%s, \"coef\": [%s]}]}", head, one, coef);
+  snprintf(want, sizeof want, "\"coef\" must be an array of %d numbers", n);
+  refused(buf, want);
+  snprintf(coef + len, sizeof coef - len, ", %d", n);
+  snprintf(buf, sizeof buf, "%s%s, \"coef\": [%s]}]}", head, one, coef);
+  CHECK_EQ_INT(parse_model(buf, back), AT_OK);
+}
+
 static void json_roundtrip(void) {
   at_time_model tm = two_configs(), back;
   char *text = at_tm_to_json(&tm);
@@ -261,21 +279,11 @@ static void json_roundtrip(void) {
   CHECK(back.nconfigs == 1 && back.coef[0][3] == 4 && back.coef[0][4] == 0); /* the fifth taken as 0 */
   at_tm_free(&back);
   /* Format 2 has five. */
-  const char *head2 = "{\"format\": \"autotune-model/2\", \"op\": \"gemm_a8w8_blockscale\", \"tag\": \"SYN\", "
-                      "\"device\": \"sm90\", \"sm_count\": 132, \"configs\": [";
-  snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, 4]}]}", head2, one);
-  refused(buf, "\"coef\" must be an array of 5 numbers");
-  snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, 4, 5]}]}", head2, one);
-  CHECK_EQ_INT(parse_model(buf, &back), AT_OK);
+  coef_count(2, one, 5, &back);
   CHECK(back.nconfigs == 1 && back.coef[0][4] == 5 && back.coef[0][5] == 0); /* the sixth taken as 0 */
   at_tm_free(&back);
   /* Format 4 has six, and its residuals only with "fit". */
-  const char *head4 = "{\"format\": \"autotune-model/4\", \"op\": \"gemm_a8w8_blockscale\", \"tag\": \"SYN\", "
-                      "\"device\": \"sm90\", \"sm_count\": 132, \"configs\": [";
-  snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, 4, 5]}]}", head4, one);
-  refused(buf, "\"coef\" must be an array of 6 numbers");
-  snprintf(buf, sizeof buf, "%s%s, \"coef\": [1, 2, 3, 4, 5, 6]}]}", head4, one);
-  CHECK_EQ_INT(parse_model(buf, &back), AT_OK);
+  coef_count(4, one, 6, &back);
   CHECK(back.nconfigs == 1 && back.coef[0][5] == 6 && back.nfit == 0);
   at_tm_free(&back);
   refused("{\"format\": \"autotune-configs/1\"}", "\"format\" is not \"autotune-model/4\"");
