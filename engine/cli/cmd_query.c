@@ -26,8 +26,9 @@ static const char *USAGE =
     "\"bucket\" names the entry that answered: M_LEQ_<m>, the smallest tuned M at or above -M (any\n"
     "above the largest), or the seed's bucket of -M where the source has no per-M entries.\n"
     "\"tail\" says how the runtime would split the call (its tail launch), for a GPU of that many SMs.\n\n"
-    "  --device D     sm90, or a product name like NVIDIA_H100_80GB_HBM3 (default: this machine's\n"
-    "                 GPU; without one, the only device the configs directory has files for)\n"
+    "  --device D     sm90, or a product name like NVIDIA_H200 (its own files first, then its arch's)\n"
+    "                 (default: this machine's GPU; without one, the only device the configs\n"
+    "                 directory has files for, or the one arch name among several)\n"
     "  --sm-count N   the GPU's SMs, for the time model and the tail (default: this machine's GPU's;\n"
     "                 with --device and no GPU: the model's own, and no tail)\n"
     "  --db PATH      look in this DB first\n"
@@ -97,7 +98,9 @@ static void warn_unknown_device(const char *device, at_store *db, const char *co
   at_buf_free(&list);
 }
 
-/* The one device the configs directory has files for, or an error listing them. */
+/* The one device the configs directory has files for; of several, the one arch name among them
+ * (the shipped configs: sm90's files and a product's, NVIDIA_H200's, which a GPU of that product
+ * reads first), said on stderr; else an error listing them. */
 static int device_from_configs(const char *dir, char *out, size_t n) {
   DIR *d = dir ? opendir(dir) : NULL;
   char seen[8][128];
@@ -116,7 +119,23 @@ static int device_from_configs(const char *dir, char *out, size_t n) {
     snprintf(out, n, "%s", seen[0]);
     return AT_OK;
   }
-  return at_fail(AT_ERR_INPUT, "query: --device is needed: there is no GPU here and %s", nseen ? "the configs have several devices" : "no configs to infer it from");
+  int arch = -1, narch = 0;
+  at_buf list = {0};
+  for (int i = 0; i < nseen; i++) {
+    at_buf_printf(&list, "%s%s", i ? ", " : "", seen[i]);
+    if (at_device_is_arch_name(seen[i])) arch = i, narch++;
+  }
+  int rc = AT_OK;
+  if (narch == 1) {
+    snprintf(out, n, "%s", seen[arch]);
+    fprintf(stderr, "autotune: query: no GPU here; the configs have files for %s: answering for %s (--device names another)\n",
+            list.data, seen[arch]);
+  } else {
+    rc = at_fail(AT_ERR_INPUT, "query: --device is needed: there is no GPU here and %s%s",
+                 nseen ? "the configs have several devices: " : "no configs to infer it from", nseen ? list.data : "");
+  }
+  at_buf_free(&list);
+  return rc;
 }
 
 /* The runtime's tail for config c on the shape (docs/runtime.md, "The tail"; the same plan as the

@@ -18,6 +18,13 @@ void at_device_limits(const at_device_info *d, at_limits *out) {
   out->l2_bytes = d->l2_bytes;
 }
 
+int at_device_is_arch_name(const char *name) {
+  if (strncmp(name, "sm", 2) != 0 || !name[2]) return 0;
+  for (name += 2; *name; name++)
+    if (!isdigit((unsigned char)*name)) return 0;
+  return 1;
+}
+
 void at_device_export_name(const at_device_info *d, int product, char *out, int n) {
   if (!product) {
     snprintf(out, (size_t)n, "sm%d", d->cc);

@@ -28,4 +28,7 @@ void at_device_limits(const at_device_info *d, at_limits *out);
 /* "sm90" (arch) or "NVIDIA_H100_80GB_HBM3" (product): the device name used in exported files. */
 void at_device_export_name(const at_device_info *d, int product, char *out, int n);
 
+/* 1 for an arch name as at_device_export_name writes it ("sm90", "sm100"), 0 for a product name. */
+int at_device_is_arch_name(const char *name);
+
 #endif

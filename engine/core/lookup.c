@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
+#include "json.h"
 #include "op.h"
 #include "select.h"
 #include "timemodel.h"
@@ -525,10 +527,53 @@ static int complete(const at_lookup_req *q, const at_op *op, at_lookup_result *o
   return AT_OK;
 }
 
+/* The arch name of a product name given alone (a device named by the caller, not read from a GPU):
+ * from the DB's devices, else from the "arch" of one of the product's files ("sm_90a" -> "sm90").
+ * A GPU's context gives both names; a caller naming the product (query --device NVIDIA_H200, the
+ * runtime's select on a CPU machine) gets the same answer as that GPU would: the product's files
+ * first, then its arch's. 0 when neither source knows the product. */
+static int arch_of_product(const at_lookup_req *q, char *arch, size_t n) {
+  const char *product = q->device_names[0];
+  at_device_entry *devs = NULL;
+  size_t ndev = 0;
+  int found = 0;
+  if (q->db && at_store_devices(q->db, &devs, &ndev) == AT_OK)
+    for (size_t i = 0; i < ndev && !found; i++) {
+      char name[128];
+      at_device_file_name(&devs[i], 1, name, sizeof name);
+      if (strcmp(name, product) == 0) at_device_file_name(&devs[i], 0, arch, n), found = 1;
+    }
+  free(devs);
+  DIR *dir = !found && q->configs_dir ? opendir(q->configs_dir) : NULL;
+  char prefix[160];
+  snprintf(prefix, sizeof prefix, "%s-GEMM-", product);
+  for (struct dirent *e; dir && !found && (e = readdir(dir));) {
+    size_t len = strlen(e->d_name);
+    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || len < 5 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
+    char *path = at_path_join(q->configs_dir, e->d_name);
+    at_json *j = NULL;
+    const char *a = at_json_load(path, &j) == AT_OK ? at_json_str(j, "arch") : NULL;
+    int cc = 0;
+    if (a && sscanf(a, "sm_%d", &cc) == 1 && cc > 0) snprintf(arch, n, "sm%d", cc), found = 1;
+    at_json_free(j);
+    free(path);
+  }
+  if (dir) closedir(dir);
+  return found;
+}
+
 int at_lookup(const at_lookup_req *q, at_lookup_result *out) {
   memset(out, 0, sizeof *out);
   const at_op *op = at_op_find(q->op);
   if (!op) return at_fail(AT_ERR_INPUT, "unknown op '%s' (known: %s)", q->op, at_op_names());
+  char arch[64];
+  at_lookup_req with_arch;
+  if (q->device_names[0] && !q->device_names[1] && !at_device_is_arch_name(q->device_names[0]) &&
+      arch_of_product(q, arch, sizeof arch)) {
+    with_arch = *q;
+    with_arch.device_names[1] = arch;
+    q = &with_arch;
+  }
   if (q->db && from_db(q, out)) return complete(q, op, out);
   if (q->configs_dir) {
     size_t n = 0;

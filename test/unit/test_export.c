@@ -376,14 +376,92 @@ static void query_sources(const char *db, const char *dir) {
   free(out), free(bad), free(bad_dir), free(corrupt), free(empty);
 }
 
-static void committed_configs(void) {
-  char *dir = at_path_join(getenv("AT_TEST_SOURCE_ROOT"), "configs");
-  char *file = at_path_join(dir, "sm90-GEMM-A8W8_BLOCKSCALE.json");
-  if (!at_file_exists(file)) {
-    fprintf(stderr, "no committed configs: skipping that part\n");
-    free(file), free(dir);
-    return;
+/* The committed configs directory (*dir, malloc'd) and its file `name` in it; NULL (nothing to free)
+ * when the checkout has no such file: the caller skips that part, saying so. */
+static char *committed_file(const char *name, char **dir) {
+  *dir = at_path_join(getenv("AT_TEST_SOURCE_ROOT"), "configs");
+  char *f = at_path_join(*dir, name);
+  if (at_file_exists(f)) return f;
+  fprintf(stderr, "no committed %s: skipping that part\n", name);
+  free(f), free(*dir);
+  return NULL;
+}
+
+/* A product's files beside its arch's (the committed NVIDIA_H200 files, tuned on the H200, beside
+ * sm90's): a GPU of that product reads its own file for an (N, K) first and its arch's for the rest.
+ * A caller naming the product (no GPU) gets the same answers: the lookup takes the arch from the
+ * product's files. Without --device and without a GPU, query answers for the one arch name among
+ * the configs' devices and says so; with several and no arch name it needs --device. */
+static void product_files(void) {
+  char *dir, *h200 = committed_file("NVIDIA_H200-GEMM-A8W8_BLOCKSCALE-N=4096-K=4096.json", &dir);
+  if (!h200) return;
+  char *out = at_path_join(TMP, "product.txt"), *t;
+#define SM90_TEMPLATE "\"template\": \"gemm_a8w8_blockscale_sm90.cuh\""
+  struct {
+    const char *n, *k, *device, *source, *file, *config; /* config: a part of the answer's config */
+  } cases[] = {
+      /* its own file: the H200's entry at M = 16 takes its scales from shared memory, sm90's not */
+      {"4096", "4096", "NVIDIA_H200", "nk_file", "/NVIDIA_H200-GEMM-A8W8_BLOCKSCALE-N=4096-K=4096.json", "\"variant\": \"sm90_scales\""},
+      {"4096", "4096", "sm90", "nk_file", "/sm90-GEMM-A8W8_BLOCKSCALE-N=4096-K=4096.json", "\"variant\": \"sm90\""},
+      /* no H200 file for (8192, 1024): the arch's (the built-in config before the arch was known) */
+      {"8192", "1024", "NVIDIA_H200", "nk_file", "/sm90-GEMM-A8W8_BLOCKSCALE-N=8192-K=1024.json", SM90_TEMPLATE},
+      /* nobody tuned (5120, 1024): the arch's time model */
+      {"5120", "1024", "NVIDIA_H200", "model_file", "/sm90-GEMM-A8W8_BLOCKSCALE-model.json", SM90_TEMPLATE},
+  };
+  for (size_t i = 0; i < AT_ARRAY_LEN(cases); i++) {
+    CHECK_EQ_INT(run_cli(out, "query", "--op", "gemm_a8w8_blockscale", "-M", "16", "-N", cases[i].n, "-K", cases[i].k,
+                         "--device", cases[i].device, "--configs", dir, (const char *)NULL),
+                 0);
+    t = slurp(out);
+    char want[128];
+    snprintf(want, sizeof want, "\"source\": \"%s\"", cases[i].source);
+    CHECK_CONTAINS(t, want);
+    CHECK_CONTAINS(t, cases[i].file);
+    CHECK_CONTAINS(t, cases[i].config);
+    CHECK(strstr(t, "warning") == NULL);
+    free(t);
   }
+  /* No --device: on a machine without a GPU, sm90 (and the note); on one with a GPU, the GPU's. */
+  CHECK_EQ_INT(run_cli(out, "query", "--op", "gemm_a8w8_blockscale", "-M", "16", "-N", "4096", "-K", "4096", "--configs",
+                       dir, (const char *)NULL),
+               0);
+  t = slurp(out);
+  if (strstr(t, "no GPU here")) {
+    CHECK_CONTAINS(t, "the configs have files for NVIDIA_H200, sm90: answering for sm90");
+    CHECK_CONTAINS(t, "\"device\": \"sm90\"");
+  } else {
+    CHECK_CONTAINS(t, "\"sm_count\"");
+  }
+  free(t);
+  /* Two products and no arch name: --device is needed, and the error names them. */
+  char *two = at_path_join(TMP, "two-products");
+  CHECK_EQ_INT(at_mkdirs(two), 0);
+  static const char *const NAMES[] = {"NVIDIA_H200", "NVIDIA_H100_80GB_HBM3"};
+  char *text = slurp(h200);
+  for (size_t i = 0; i < AT_ARRAY_LEN(NAMES); i++) {
+    char name[160];
+    snprintf(name, sizeof name, "%s-GEMM-A8W8_BLOCKSCALE-N=4096-K=4096.json", NAMES[i]);
+    char *f = at_path_join(two, name);
+    at_write_file_atomic(f, text, strlen(text));
+    free(f);
+  }
+  int rc = run_cli(out, "query", "--op", "gemm_a8w8_blockscale", "-M", "16", "-N", "4096", "-K", "4096", "--configs", two,
+                   (const char *)NULL);
+  t = slurp(out);
+  if (strstr(t, "--device is needed")) {
+    CHECK_EQ_INT(rc, 2);
+    CHECK_CONTAINS(t, "the configs have several devices: ");
+    CHECK_CONTAINS(t, "NVIDIA_H100_80GB_HBM3");
+  } else {
+    CHECK_CONTAINS(t, "\"sm_count\"");
+  }
+  free(t), free(text), free(two), free(out), free(h200), free(dir);
+#undef SM90_TEMPLATE
+}
+
+static void committed_configs(void) {
+  char *dir, *file = committed_file("sm90-GEMM-A8W8_BLOCKSCALE.json", &dir);
+  if (!file) return;
   /* The committed files have an entry per tuned M (16, 32, 64, 128, 256, 512, 2048, 4096 for the
    * shipped (N, K), and since session 34 some between them: (1024, 1024) has 192, 1024, 1536, 2560
    * and 3072 too, (6144, 1024) 2560; the default file's are the shipped M, over every (N, K) of the
@@ -1168,6 +1246,7 @@ int main(int argc, char **argv) {
   current_versions();
   query_sources(db, dir);
   committed_configs();
+  product_files();
   seed_shape(dir);
   per_m_rules(dir);
   many_m();
