@@ -7,6 +7,9 @@
   which test_export checks for committed files); a file without the top-level copies is refused;
   with --replace M the newer file's entry at M replaces the committed one, and nothing else changes;
   with --add M only that M of those the committed file lacks is added.
+- scripts/configs_for_device.py: the arch file relabelled with a product export's device, its entries
+  at the --replace M (default: every M both have) the export's, byte for byte as export writes
+  them; two files of one device, or an M one of them lacks, refused.
 - scripts/one_config_dirs.py: one file per (N, K) of the shape file, each answering with the config
   given (defaults filled in); a PARAMS that is not a JSON object is refused.
 - scripts/refresh_configs.sh, end to end with a stand-in for `autotune` (compare times set by the
@@ -124,6 +127,24 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 0 and r.stdout == open(two).read(), f"--add \"\" adds none ({r.stderr.strip()})")
     r = run(add_m, two, f, "--add", "2048")
     check(r.returncode != 0 and "--add 2048" in r.stderr, f"--add of an M the committed file has refused ({r.stderr.strip()})")
+
+    # configs_for_device.py: the arch file relabelled with the product export's device, the export's
+    # entries at the --replace M (default: every M both have), everything else the arch file's.
+    for_dev = os.path.join(ROOT, "scripts", "configs_for_device.py")
+    relabel = lambda t: t.replace('  "device": "sm90",\n', '  "device": "NVIDIA_H200",\n').replace(
+        '  "device_name": "NVIDIA H100 80GB HBM3",\n', '  "device_name": "NVIDIA H200",\n')
+    check(json.loads(relabel(text))["device"] == "NVIDIA_H200", "the arch file relabelled")
+    pf = os.path.join(tmp, "product.json")
+    with open(pf, "w") as fh:
+        fh.write(relabel(newer))  # the product's export: the 2048 entry differs
+    for args, want, what in (((), relabel(newer), "every M both have"), (("--replace", "2048"), relabel(newer), "--replace 2048"),
+                             (("--replace", ""), relabel(text), "--replace \"\": the arch file's entries, relabelled")):
+        r = run(for_dev, f, pf, *args)
+        check(r.returncode == 0 and r.stdout == want, f"configs_for_device.py: {what} ({r.stderr.strip()})")
+    r = run(for_dev, f, nf)
+    check(r.returncode != 0 and "both files are for device 'sm90'" in r.stderr, f"two files of one device refused ({r.stderr.strip()})")
+    r = run(for_dev, f, pf, "--replace", "2047")
+    check(r.returncode != 0 and "--replace 2047" in r.stderr, f"configs_for_device.py: an M not in both refused ({r.stderr.strip()})")
 
     one = os.path.join(ROOT, "scripts", "one_config_dirs.py")
     shapes = os.path.join(tmp, "shapes.yaml")
