@@ -10,6 +10,7 @@
 
 #include "device.h"
 #include "json.h"
+#include "limits.h"
 #include "op.h"
 #include "select.h"
 #include "timemodel.h"
@@ -553,8 +554,8 @@ static int arch_of_product(const at_lookup_req *q, char *arch, size_t n) {
     char *path = at_path_join(q->configs_dir, e->d_name);
     at_json *j = NULL;
     const char *a = at_json_load(path, &j) == AT_OK ? at_json_str(j, "arch") : NULL;
-    int cc = 0;
-    if (a && sscanf(a, "sm_%d", &cc) == 1 && cc > 0) snprintf(arch, n, "sm%d", cc), found = 1;
+    const int cc = a ? at_cc_of_arch(a) : -1;
+    if (cc > 0) snprintf(arch, n, "sm%d", cc), found = 1;
     at_json_free(j);
     free(path);
   }
