@@ -86,9 +86,9 @@ typedef struct at_selection {
   const char *kernel;  /* the instantiated kernel, e.g. gemm_a8w8_blockscale_mma<64, 128, ...> */
 } at_selection;
 
-/* The configuration for a problem. device: "sm90" or a product name like NVIDIA_H100_80GB_HBM3;
- * NULL means the device of the calling thread's current CUDA context. The strings stay valid until
- * at_runtime_close. Needs no GPU when a device is named. */
+/* The configuration for a problem. device: "sm90" or a product name like NVIDIA_H200 (its own files
+ * first, then its arch's, as on that GPU); NULL means the device of the calling thread's current
+ * CUDA context. The strings stay valid until at_runtime_close. Needs no GPU when a device is named. */
 AT_API int at_runtime_select(at_runtime *rt, const char *op, int64_t m, int64_t n, int64_t k, const char *device,
                              at_selection *out);
 

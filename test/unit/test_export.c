@@ -421,6 +421,18 @@ static void product_files(void) {
     CHECK(strstr(t, "warning") == NULL);
     free(t);
   }
+  /* The runtime library asked the same with the product named: the same files. */
+  at_runtime_options o = {.configs_dir = dir};
+  at_runtime *rt;
+  CHECK_EQ_INT(at_runtime_open(&o, &rt), AT_STATUS_OK);
+  at_selection sel;
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 16, 4096, 4096, "NVIDIA_H200", &sel), AT_STATUS_OK);
+  CHECK(strcmp(sel.source, "nk_file") == 0 && strcmp(sel.variant, "sm90_scales") == 0);
+  CHECK_CONTAINS(sel.path, "/NVIDIA_H200-GEMM-A8W8_BLOCKSCALE-N=4096-K=4096.json");
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 16, 8192, 1024, "NVIDIA_H200", &sel), AT_STATUS_OK);
+  CHECK(strcmp(sel.source, "nk_file") == 0);
+  CHECK_CONTAINS(sel.path, "/sm90-GEMM-A8W8_BLOCKSCALE-N=8192-K=1024.json");
+  at_runtime_close(rt);
   /* No --device: on a machine without a GPU, sm90 (and the note); on one with a GPU, the GPU's. */
   CHECK_EQ_INT(run_cli(out, "query", "--op", "gemm_a8w8_blockscale", "-M", "16", "-N", "4096", "-K", "4096", "--configs",
                        dir, (const char *)NULL),
