@@ -98,6 +98,8 @@ static void warn_unknown_device(const char *device, at_store *db, const char *co
   at_buf_free(&list);
 }
 
+static int cmp_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
 /* The one device the configs directory has files for; of several, the one arch name among them
  * (the shipped configs: sm90's files and a product's, NVIDIA_H200's, which a GPU of that product
  * reads first), said on stderr; else an error listing them. */
@@ -115,6 +117,7 @@ static int device_from_configs(const char *dir, char *out, size_t n) {
     if (!known && nseen < 8) snprintf(seen[nseen++], sizeof seen[0], "%s", dev);
   }
   if (d) closedir(d);
+  qsort(seen, (size_t)nseen, sizeof seen[0], cmp_name); /* the same message whatever readdir's order */
   if (nseen == 1) {
     snprintf(out, n, "%s", seen[0]);
     return AT_OK;

@@ -10,6 +10,9 @@
 - scripts/configs_for_device.py: the arch file relabelled with a product export's device, its entries
   at the --replace M (default: every M both have) the export's, byte for byte as export writes
   them; two files of one device, or an M one of them lacks, refused.
+- scripts/keep_faster_entries.py: of the shapes timed with the committed files and with a product's
+  export, the export's entry kept only where faster in every round and by 1% (geomean), made into the
+  product file from the arch file or the product's own; rounds of unequal count refused.
 - scripts/one_config_dirs.py: one file per (N, K) of the shape file, each answering with the config
   given (defaults filled in); a PARAMS that is not a JSON object is refused.
 - scripts/refresh_configs.sh, end to end with a stand-in for `autotune` (compare times set by the
@@ -145,6 +148,36 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode != 0 and "both files are for device 'sm90'" in r.stderr, f"two files of one device refused ({r.stderr.strip()})")
     r = run(for_dev, f, pf, "--replace", "2047")
     check(r.returncode != 0 and "--replace 2047" in r.stderr, f"configs_for_device.py: an M not in both refused ({r.stderr.strip()})")
+
+    # keep_faster_entries.py: of three shapes timed in two rounds, only the one faster in both and by
+    # 1% or more keeps the export's entry; the product file is made from the arch file (none of the
+    # product's yet) or from the product's own file, the same text either way here.
+    kfe = os.path.join(ROOT, "scripts", "keep_faster_entries.py")
+    kc, kx = os.path.join(tmp, "kc"), os.path.join(tmp, "kx")
+    os.makedirs(kc), os.makedirs(kx)
+    with open(os.path.join(kc, os.path.basename(f)), "w") as fh:
+        fh.write(text)
+    pname = "NVIDIA_H200-GEMM-A8W8_BLOCKSCALE-N=28672-K=4096.json"
+    with open(os.path.join(kx, pname), "w") as fh:
+        fh.write(relabel(newer))
+    rounds = {"a1": (10, 10, 10), "a2": (10, 10, 10), "b1": (9.5, 9.0, 9.95), "b2": (9.6, 10.5, 9.95)}  # M 2048, 4096, 512
+    for name, ts in rounds.items():
+        with open(os.path.join(tmp, name + ".json"), "w") as fh:
+            json.dump({"shapes": [{"m": m, "n": 28672, "k": 4096, "autotune": {"status": "ok", "time_us": t}}
+                                  for m, t in zip((2048, 4096, 512), ts)]}, fh)
+    jr = lambda *names: ",".join(os.path.join(tmp, x + ".json") for x in names)
+    kout = os.path.join(tmp, "kout")
+    for case in ("arch", "own"):
+        if case == "own":
+            os.remove(os.path.join(kout, pname))
+            with open(os.path.join(kc, pname), "w") as fh:
+                fh.write(relabel(text))
+        r = run(kfe, "--base", jr("a1", "a2"), "--cand", jr("b1", "b2"), "--export", kx, "--configs", kc, "--out", kout)
+        got = open(os.path.join(kout, pname)).read() if os.path.exists(os.path.join(kout, pname)) else None
+        check(r.returncode == 0 and got == relabel(newer) and "kept 1 of 3 shapes" in r.stdout,
+              f"keep_faster_entries.py ({case}): the 2048 entry alone, from {case} ({r.stdout[-200:]} {r.stderr.strip()})")
+    r = run(kfe, "--base", jr("a1"), "--cand", jr("b1", "b2"), "--export", kx, "--configs", kc, "--out", kout)
+    check(r.returncode != 0 and "the same count" in r.stderr, f"keep_faster_entries.py: rounds of unequal count refused ({r.stderr.strip()})")
 
     one = os.path.join(ROOT, "scripts", "one_config_dirs.py")
     shapes = os.path.join(tmp, "shapes.yaml")
