@@ -62,7 +62,7 @@ def product_file(export, configs, n, k):
     if len(found) != 1:
         sys.exit("keep_faster_entries.py: --export %s: %d files for N=%d K=%d (want one)" % (export, len(found), n, k))
     name = os.path.basename(found[0])
-    device, rest = name.split("-GEMM-", 1)
+    rest = name.split("-GEMM-", 1)[1]
     own = os.path.join(configs, name)
     arch = [f for f in glob.glob(os.path.join(configs, "*-GEMM-" + rest))
             if re.fullmatch(r"sm\d+a?", os.path.basename(f).split("-GEMM-")[0])]
