@@ -16,7 +16,8 @@ the kept entries replaced (scripts/configs_for_device.py --replace). Printed: on
 Why: a tune's winner is one noisy draw, timed alone; the runtime's launch (its tail, programmatic
 dependent launch, the L2 left by the call before) decides. Sessions 40 and 41 made the H200's files
 this way (docs/perf.md, "The H200"; docs/usage.md, "Files for another GPU of the same arch"). A shape
-without an `ok` time in every round keeps the committed entry."""
+without an `ok` time in every round keeps the committed entry, and so does an M that the committed
+file or the export has no entry of its own for (it answers from the entry above)."""
 import argparse
 import glob
 import json
@@ -94,8 +95,15 @@ def main():
         if keep:
             kept[(n, k)].append(m)
     os.makedirs(o.out, exist_ok=True)
+    written = 0
     for (n, k), ms in sorted(kept.items()):
         exported, name, own, arch = product_file(o.export, o.configs, n, k)
+        both = set(json.load(open(own or arch))["per_M"]) & set(json.load(open(exported))["per_M"])
+        if any("M_LEQ_%d" % m not in both for m in ms):  # an M the files lack: no entry of its own to replace
+            print("N=%d K=%d: M %s not in both files, left out" % (n, k, sorted(m for m in ms if "M_LEQ_%d" % m not in both)))
+            ms = [m for m in ms if "M_LEQ_%d" % m in both]
+            if not ms:
+                continue
         ml = ",".join(map(str, sorted(ms)))
         if own:
             cmd = [os.path.join(HERE, "configs_add_m.py"), own, exported, "--add", "", "--replace", ml]
@@ -106,8 +114,9 @@ def main():
             sys.exit("keep_faster_entries.py: N=%d K=%d: %s" % (n, k, r.stderr.strip()))
         with open(os.path.join(o.out, name), "w") as fh:
             fh.write(r.stdout)
+        written += len(ms)
         print("kept N=%d K=%d M %s -> %s (%s)" % (n, k, ml, os.path.join(o.out, name), "its product file" if own else "the arch file relabelled"))
-    print("kept %d of %d shapes" % (sum(len(v) for v in kept.values()), len(rows)))
+    print("kept %d of %d shapes" % (written, len(rows)))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,11 @@
   them; two files of one device, or an M one of them lacks, refused.
 - scripts/keep_faster_entries.py: of the shapes timed with the committed files and with a product's
   export, the export's entry kept only where faster in every round and by 1% (geomean), made into the
-  product file from the arch file or the product's own; rounds of unequal count refused.
+  product file from the arch file or the product's own; an M neither file has an entry for left out;
+  rounds of unequal count refused.
+- scripts/product_configs.sh, end to end with a stand-in for `autotune`: the tune, the export, the
+  candidate file (the export's entries over the arch file), the rounds and the kept entry; a missing
+  shape file and ROUNDS 0 refused with exit 2.
 - scripts/one_config_dirs.py: one file per (N, K) of the shape file, each answering with the config
   given (defaults filled in); a PARAMS that is not a JSON object is refused.
 - scripts/refresh_configs.sh, end to end with a stand-in for `autotune` (compare times set by the
@@ -160,11 +164,12 @@ with tempfile.TemporaryDirectory() as tmp:
     pname = "NVIDIA_H200-GEMM-A8W8_BLOCKSCALE-N=28672-K=4096.json"
     with open(os.path.join(kx, pname), "w") as fh:
         fh.write(relabel(newer))
-    rounds = {"a1": (10, 10, 10), "a2": (10, 10, 10), "b1": (9.5, 9.0, 9.95), "b2": (9.6, 10.5, 9.95)}  # M 2048, 4096, 512
+    # M 2048, 4096, 512, and 100, which neither file has an entry of its own for (faster, but left out)
+    rounds = {"a1": (10, 10, 10, 10), "a2": (10, 10, 10, 10), "b1": (9.5, 9.0, 9.95, 9.0), "b2": (9.6, 10.5, 9.95, 9.0)}
     for name, ts in rounds.items():
         with open(os.path.join(tmp, name + ".json"), "w") as fh:
             json.dump({"shapes": [{"m": m, "n": 28672, "k": 4096, "autotune": {"status": "ok", "time_us": t}}
-                                  for m, t in zip((2048, 4096, 512), ts)]}, fh)
+                                  for m, t in zip((2048, 4096, 512, 100), ts)]}, fh)
     jr = lambda *names: ",".join(os.path.join(tmp, x + ".json") for x in names)
     kout = os.path.join(tmp, "kout")
     for case in ("arch", "own"):
@@ -174,8 +179,53 @@ with tempfile.TemporaryDirectory() as tmp:
                 fh.write(relabel(text))
         r = run(kfe, "--base", jr("a1", "a2"), "--cand", jr("b1", "b2"), "--export", kx, "--configs", kc, "--out", kout)
         got = open(os.path.join(kout, pname)).read() if os.path.exists(os.path.join(kout, pname)) else None
-        check(r.returncode == 0 and got == relabel(newer) and "kept 1 of 3 shapes" in r.stdout,
+        check(r.returncode == 0 and got == relabel(newer) and "kept 1 of 4 shapes" in r.stdout and "M [100] not in both files" in r.stdout,
               f"keep_faster_entries.py ({case}): the 2048 entry alone, from {case} ({r.stdout[-200:]} {r.stderr.strip()})")
+    # product_configs.sh end to end with a stand-in autotune: the tune makes a DB, the export is the
+    # product's file (its 2048 entry differs), compare times the candidates' 2048 at 0.95x and 4096 the
+    # same: the product file is the arch file relabelled with the 2048 entry replaced.
+    pc = os.path.join(tmp, "pc")
+    os.makedirs(os.path.join(pc, "configs"))
+    os.symlink(os.path.abspath(os.path.join(ROOT, "scripts")), os.path.join(pc, "scripts"))
+    with open(os.path.join(pc, "configs", os.path.basename(f)), "w") as fh:
+        fh.write(text)
+    with open(os.path.join(pc, "space.yaml"), "w") as fh:
+        fh.write("op: gemm_a8w8_blockscale\n")
+    with open(os.path.join(pc, "shapes.yaml"), "w") as fh:
+        fh.write("shapes:\n  - {name: p, N: 28672, K: 4096, M: [2048, 4096]}\n")
+    fake_pc = os.path.join(pc, "fake_autotune")
+    with open(fake_pc, "w") as fh:
+        fh.write("""#!/usr/bin/env python3
+import json, os, re, shutil, sys
+a = sys.argv[1:]
+opt = lambda k: a[a.index(k) + 1] if k in a else None
+if a[0] == 'compare':
+    ms = re.search(r'M: \\[([^\\]]*)\\]', open(opt('--shapes')).read()).group(1).split(',')
+    f = {2048: 0.95} if 'cand' in opt('--configs') else {}
+    json.dump({'shapes': [{'m': int(m), 'n': 28672, 'k': 4096, 'autotune': {'status': 'ok', 'time_us': 10.0 * f.get(int(m), 1.0)}}
+                          for m in ms]}, open(opt('--json'), 'w'))
+elif a[0] == 'export':
+    shutil.copytree(os.environ['FAKE_EXPORT'], opt('--out'), dirs_exist_ok=True)
+else:
+    open(opt('--db'), 'w').close()
+    print('results: ok 2')
+""")
+    os.chmod(fake_pc, 0o755)
+    pcr = lambda *args, **env: subprocess.run(["bash", os.path.join(ROOT, "scripts", "product_configs.sh")] + list(args), cwd=pc,
+                                              env=dict(os.environ, AUTOTUNE=fake_pc, FAKE_EXPORT=kx, OUT="out", **env),
+                                              capture_output=True, text=True)
+    r = pcr("space.yaml", "shapes.yaml")
+    fin = os.path.join(pc, "out", "fin", pname)
+    got = open(fin).read() if os.path.exists(fin) else None
+    cand = os.path.join(pc, "out", "cand", pname)
+    check(os.path.exists(cand) and open(cand).read() == relabel(newer), "product_configs.sh: the candidate file has the export's entries")
+    check(r.returncode == 0 and got == relabel(newer) and os.path.exists(os.path.join(pc, "out", "tune.db")),
+          f"product_configs.sh: the 2048 entry kept, from the arch file ({r.returncode}: {r.stdout[-400:]} {r.stderr[-300:]})")
+    r = pcr("space.yaml", "nope.yaml")
+    check(r.returncode == 2 and "SHAPES: no file 'nope.yaml'" in r.stderr, f"product_configs.sh: a missing shape file refused ({r.stderr.strip()})")
+    r = pcr("space.yaml", "shapes.yaml", ROUNDS="0")
+    check(r.returncode == 2 and "ROUNDS" in r.stderr, f"product_configs.sh: ROUNDS 0 refused ({r.stderr.strip()})")
+
     r = run(kfe, "--base", jr("a1"), "--cand", jr("b1", "b2"), "--export", kx, "--configs", kc, "--out", kout)
     check(r.returncode != 0 and "the same count" in r.stderr, f"keep_faster_entries.py: rounds of unequal count refused ({r.stderr.strip()})")
 
