@@ -58,7 +58,7 @@ def verdicts(base, cand, gain):
 
 
 def product_file(export, configs, n, k):
-    """(export file, its name, committed product file or None, arch file) for (N, K)."""
+    """(export file, its name, committed product file or None, arch file or None) for (N, K)."""
     found = glob.glob(os.path.join(export, "*-GEMM-*-N=%d-K=%d.json" % (n, k)))
     if len(found) != 1:
         sys.exit("keep_faster_entries.py: --export %s: %d files for N=%d K=%d (want one)" % (export, len(found), n, k))
@@ -67,9 +67,9 @@ def product_file(export, configs, n, k):
     own = os.path.join(configs, name)
     arch = [f for f in glob.glob(os.path.join(configs, "*-GEMM-" + rest))
             if re.fullmatch(r"sm\d+a?", os.path.basename(f).split("-GEMM-")[0])]
-    if not os.path.exists(own) and len(arch) != 1:
+    if not os.path.exists(own) and len(arch) > 1:
         sys.exit("keep_faster_entries.py: no %s in %s and %d arch files for it" % (name, configs, len(arch)))
-    return found[0], name, own if os.path.exists(own) else None, arch[0] if arch else None
+    return found[0], name, own if os.path.exists(own) else None, arch[0] if arch else None  # both None: a new (N, K)
 
 
 def main():
@@ -98,6 +98,9 @@ def main():
     written = 0
     for (n, k), ms in sorted(kept.items()):
         exported, name, own, arch = product_file(o.export, o.configs, n, k)
+        if not own and not arch:
+            print("N=%d K=%d: no committed file to put entries into (the export's file is all new), left out" % (n, k))
+            continue
         both = set(json.load(open(own or arch))["per_M"]) & set(json.load(open(exported))["per_M"])
         if any("M_LEQ_%d" % m not in both for m in ms):  # an M the files lack: no entry of its own to replace
             print("N=%d K=%d: M %s not in both files, left out" % (n, k, sorted(m for m in ms if "M_LEQ_%d" % m not in both)))

@@ -38,26 +38,25 @@ fi
 cp -r configs "$OUT/cand"
 python3 - "$OUT" <<'PY' || fail "the candidate files could not be made (above)"
 import glob, json, os, re, subprocess, sys
+sys.path.insert(0, 'scripts')
+from keep_faster_entries import product_file  # the export's file and the committed one it goes over
 out = sys.argv[1]
 files = sorted(glob.glob(os.path.join(out, 'x', '*-GEMM-*-N=*-K=*.json')))
 if not files: sys.exit('no (N, K) file in the export: %s/x' % out)
 for f in files:
-    name = os.path.basename(f)
-    rest = name.split('-GEMM-', 1)[1]
-    own = os.path.join('configs', name)
-    arch = [a for a in glob.glob(os.path.join('configs', '*-GEMM-' + rest)) if re.fullmatch(r'sm\d+a?', os.path.basename(a).split('-GEMM-')[0])]
-    base = own if os.path.exists(own) else arch[0] if len(arch) == 1 else None
-    if not base:
-        print('skipped %s: configs/ has neither that file nor one arch file for its (N, K)' % name); continue
-    have = set(json.load(open(base))['per_M']); new = json.load(open(f))['per_M']
-    ms = sorted(int(k[len('M_LEQ_'):]) for k in new if k in have)
-    if len(ms) < len(new): print('%s: M %s not in %s, left out' % (name, sorted(int(k[6:]) for k in new if k not in have), base))
+    n, k = map(int, re.search(r'-N=(\d+)-K=(\d+)\.json$', f).groups())
+    _, name, own, arch = product_file(os.path.join(out, 'x'), 'configs', n, k)
+    if not own and not arch:
+        print('%s: configs/ has no file for its (N, K); the export is a new file, not judged here' % name); continue
+    have = set(json.load(open(own or arch))['per_M']); new = json.load(open(f))['per_M']
+    ms = sorted(int(m[len('M_LEQ_'):]) for m in new if m in have)
+    if len(ms) < len(new): print('%s: M %s not in %s, left out' % (name, sorted(int(m[6:]) for m in new if m not in have), own or arch))
     if not ms: continue
-    cmd = (['scripts/configs_add_m.py', own, f, '--add', '', '--replace'] if base == own else ['scripts/configs_for_device.py', base, f, '--replace'])
+    cmd = ['scripts/configs_add_m.py', own, f, '--add', '', '--replace'] if own else ['scripts/configs_for_device.py', arch, f, '--replace']
     r = subprocess.run([sys.executable] + cmd + [','.join(map(str, ms))], capture_output=True, text=True)
     if r.returncode: sys.exit('%s: %s' % (name, r.stderr.strip()))
     open(os.path.join(out, 'cand', name), 'w').write(r.stdout)
-    print('candidate %s: M %s from the export, over %s' % (name, ','.join(map(str, ms)), base))
+    print('candidate %s: M %s from the export, over %s' % (name, ','.join(map(str, ms)), own or arch))
 PY
 base= cand=
 for r in $(seq 1 "$ROUNDS"); do
