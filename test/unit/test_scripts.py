@@ -73,6 +73,39 @@ def run(*args):
     return subprocess.run([sys.executable] + list(args), capture_output=True, text=True)
 
 
+def fake_autotune(d):
+    """A stand-in for `autotune` in directory d, for the scripts that drive it: `compare` answers each
+    shape of --shapes (else two of 1024 x 1024) with 10 us, times FAKE_FACTORS["m,n,k"] where the
+    --configs path holds FAKE_CAND (default "candidates"); `export` copies FAKE_EXPORT; a tune makes
+    its --db and writes the space tuned to FAKE_TUNED, if set."""
+    path = os.path.join(d, "fake_autotune")
+    with open(path, "w") as fh:
+        fh.write("""#!/usr/bin/env python3
+import json, os, re, shutil, sys
+a = sys.argv[1:]
+opt = lambda k: a[a.index(k) + 1] if k in a else None
+if a[0] == 'compare':
+    if opt('--shapes'):
+        shapes = [(int(m), int(n), int(k)) for n, k, ms in re.findall(r'N: (\\d+), K: (\\d+), M: \\[([^\\]]*)\\]', open(opt('--shapes')).read())
+                  for m in ms.split(',')]
+    else:
+        shapes = [(16, 1024, 1024), (2048, 1024, 1024)]
+    f = json.loads(os.environ['FAKE_FACTORS']) if os.environ.get('FAKE_CAND', 'candidates') in opt('--configs') else {}
+    rows = [{'m': m, 'n': n, 'k': k, 'autotune': {'status': 'ok', 'time_us': 10.0 * f.get('%d,%d,%d' % (m, n, k), 1.0)},
+             'ratio': (0.95 if m == 2048 else 0.5) * f.get('%d,%d,%d' % (m, n, k), 1.0)} for m, n, k in shapes]
+    json.dump({'shapes': rows}, open(opt('--json'), 'w'))
+    print('geomean time autotune / cublaslt: all shapes 0.7x (%d shapes)' % len(rows))
+elif a[0] == 'export':
+    shutil.copytree(os.environ['FAKE_EXPORT'], opt('--out'), dirs_exist_ok=True)
+else:
+    open(opt('--db'), 'w').close()
+    if 'FAKE_TUNED' in os.environ: open(os.environ['FAKE_TUNED'], 'w').write(a[0])  # the space tuned
+    print('results: ok 1')
+""")
+    os.chmod(path, 0o755)
+    return path
+
+
 with tempfile.TemporaryDirectory() as tmp:
     add_m = os.path.join(ROOT, "scripts", "configs_add_m.py")
     files = [f for f in sorted(glob.glob(os.path.join(ROOT, "configs", "*.json"))) if not f.endswith("-model.json")]
@@ -193,26 +226,10 @@ with tempfile.TemporaryDirectory() as tmp:
         fh.write("op: gemm_a8w8_blockscale\n")
     with open(os.path.join(pc, "shapes.yaml"), "w") as fh:
         fh.write("shapes:\n  - {name: p, N: 28672, K: 4096, M: [2048, 4096]}\n")
-    fake_pc = os.path.join(pc, "fake_autotune")
-    with open(fake_pc, "w") as fh:
-        fh.write("""#!/usr/bin/env python3
-import json, os, re, shutil, sys
-a = sys.argv[1:]
-opt = lambda k: a[a.index(k) + 1] if k in a else None
-if a[0] == 'compare':
-    ms = re.search(r'M: \\[([^\\]]*)\\]', open(opt('--shapes')).read()).group(1).split(',')
-    f = {2048: 0.95} if 'cand' in opt('--configs') else {}
-    json.dump({'shapes': [{'m': int(m), 'n': 28672, 'k': 4096, 'autotune': {'status': 'ok', 'time_us': 10.0 * f.get(int(m), 1.0)}}
-                          for m in ms]}, open(opt('--json'), 'w'))
-elif a[0] == 'export':
-    shutil.copytree(os.environ['FAKE_EXPORT'], opt('--out'), dirs_exist_ok=True)
-else:
-    open(opt('--db'), 'w').close()
-    print('results: ok 2')
-""")
-    os.chmod(fake_pc, 0o755)
+    fake_pc = fake_autotune(pc)
     pcr = lambda *args, **env: subprocess.run(["bash", os.path.join(ROOT, "scripts", "product_configs.sh")] + list(args), cwd=pc,
-                                              env=dict(os.environ, AUTOTUNE=fake_pc, FAKE_EXPORT=kx, OUT="out", **env),
+                                              env=dict(os.environ, AUTOTUNE=fake_pc, FAKE_EXPORT=kx, OUT="out", FAKE_CAND="cand",
+                                                       FAKE_FACTORS='{"2048,28672,4096": 0.95}', **env),
                                               capture_output=True, text=True)
     r = pcr("space.yaml", "shapes.yaml")
     fin = os.path.join(pc, "out", "fin", pname)
@@ -269,31 +286,7 @@ else:
         os.makedirs(os.path.join(rc_dir, "export"))
         with open(os.path.join(rc_dir, "export", name), "w") as fh:
             fh.write(real)
-        fake = os.path.join(rc_dir, "fake_autotune")
-        with open(fake, "w") as fh:
-            fh.write("""#!/usr/bin/env python3
-import json, os, re, shutil, sys
-a = sys.argv[1:]
-opt = lambda k: a[a.index(k) + 1] if k in a else None
-if a[0] == 'compare':
-    if opt('--shapes'):
-        shapes = [(int(m), int(n), int(k)) for n, k, ms in re.findall(r'N: (\\d+), K: (\\d+), M: \\[([^\\]]*)\\]', open(opt('--shapes')).read())
-                  for m in ms.split(',')]
-    else:
-        shapes = [(16, 1024, 1024), (2048, 1024, 1024)]
-    f = json.loads(os.environ['FAKE_FACTORS']) if 'candidates' in opt('--configs') else {}
-    rows = [{'m': m, 'n': n, 'k': k, 'autotune': {'time_us': 10.0 * f.get('%d,%d,%d' % (m, n, k), 1.0)},
-             'ratio': (0.95 if m == 2048 else 0.5) * f.get('%d,%d,%d' % (m, n, k), 1.0)} for m, n, k in shapes]
-    json.dump({'shapes': rows}, open(opt('--json'), 'w'))
-    print('geomean time autotune / cublaslt: all shapes 0.7x (%d shapes)' % len(rows))
-elif a[0] == 'export':
-    shutil.copytree(os.environ['FAKE_EXPORT'], opt('--out'), dirs_exist_ok=True)
-else:
-    open(opt('--db'), 'w').close()
-    open(os.environ['FAKE_TUNED'], 'w').write(a[0])  # the space tuned
-    print('results: ok 1')
-""")
-        os.chmod(fake, 0o755)
+        fake = fake_autotune(rc_dir)
         fill = os.path.join(rc_dir, "fill.yaml")
         with open(fill, "w") as fh:
             fh.write("- {N: 1024, K: 1024, M: [192, 1536, 3072]}\n")
