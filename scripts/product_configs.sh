@@ -25,7 +25,7 @@ SPACE=$1 SHAPES=$2
 OUT=${OUT:-out}; ROUNDS=${ROUNDS:-3}; GAIN=${GAIN:-0.99}; DB=${DB:-}; A=${AUTOTUNE:-build/autotune}
 case $ROUNDS in [1-9]) ;; *) die "ROUNDS: 1 to 9, not '$ROUNDS'" ;; esac
 [ -z "$DB" ] || [ -f "$DB" ] || die "DB: no file '$DB'"
-[ -x "$A" ] || die "AUTOTUNE: '$A' is not an executable (build first, or name it)"
+A=$(command -v "$A") || die "AUTOTUNE: '${AUTOTUNE:-build/autotune}' is not an executable (build first, or name one on PATH)"
 fail() { echo "product_configs.sh: $*" >&2; exit 1; }
 rm -rf "$OUT/x" "$OUT/cand" "$OUT/fin" "$OUT"/r*.json "$OUT/keep.txt"; mkdir -p "$OUT"  # nothing of an earlier run decides this one
 if [ -z "$DB" ]; then
