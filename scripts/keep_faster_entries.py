@@ -65,8 +65,9 @@ def product_file(export, configs, n, k):
     name = os.path.basename(found[0])
     rest = name.split("-GEMM-", 1)[1]
     own = os.path.join(configs, name)
+    # arch files: a device name of "sm" and digits (engine/core/device.c, at_device_is_arch_name)
     arch = [f for f in glob.glob(os.path.join(configs, "*-GEMM-" + rest))
-            if re.fullmatch(r"sm\d+a?", os.path.basename(f).split("-GEMM-")[0])]
+            if re.fullmatch(r"sm\d+", os.path.basename(f).split("-GEMM-")[0])]
     if not os.path.exists(own) and len(arch) > 1:
         sys.exit("keep_faster_entries.py: no %s in %s and %d arch files for it" % (name, configs, len(arch)))
     return found[0], name, own if os.path.exists(own) else None, arch[0] if arch else None  # both None: a new (N, K)
