@@ -17,6 +17,9 @@
 - scripts/product_configs.sh, end to end with a stand-in for `autotune`: the tune, the export, the
   candidate file (the export's entries over the arch file), the rounds and the kept entry; a missing
   shape file and ROUNDS 0 refused with exit 2.
+- scripts/product_model.sh, end to end with the stand-in: the menu of the committed files (templates by
+  absolute path) run on the three shape lists, the fit, the rounds; the model kept when faster in every
+  round, not when a round is slower; without SHAPES fitted and not judged; bad input exit 2.
 - scripts/one_config_dirs.py: one file per (N, K) of the shape file, each answering with the config
   given (defaults filled in); a PARAMS that is not a JSON object is refused.
 - scripts/refresh_configs.sh, end to end with a stand-in for `autotune` (compare times set by the
@@ -77,7 +80,8 @@ def fake_autotune(d):
     """A stand-in for `autotune` in directory d, for the scripts that drive it: `compare` answers each
     shape of --shapes (else two of 1024 x 1024) with 10 us, times FAKE_FACTORS["m,n,k"] where the
     --configs path holds FAKE_CAND (default "candidates"); `export` copies FAKE_EXPORT; a tune makes
-    its --db and writes the space tuned to FAKE_TUNED, if set."""
+    its --db and writes the space tuned to FAKE_TUNED, if set; `model` writes a product's model file into
+    --out (`--cv`: a line)."""
     path = os.path.join(d, "fake_autotune")
     with open(path, "w") as fh:
         fh.write("""#!/usr/bin/env python3
@@ -97,6 +101,12 @@ if a[0] == 'compare':
     print('geomean time autotune / cublaslt: all shapes 0.7x (%d shapes)' % len(rows))
 elif a[0] == 'export':
     shutil.copytree(os.environ['FAKE_EXPORT'], opt('--out'), dirs_exist_ok=True)
+elif a[0] == 'model':
+    if '--cv' in a:
+        print('each (N, K) left out of the fit in turn: 1.007x')
+    else:
+        os.makedirs(opt('--out'), exist_ok=True)
+        open(os.path.join(opt('--out'), 'NVIDIA_H200-GEMM-A8W8_BLOCKSCALE-model.json'), 'w').write('{"fitted on": "%s"}' % opt('--db'))
 else:
     open(opt('--db'), 'w').close()
     if 'FAKE_TUNED' in os.environ: open(os.environ['FAKE_TUNED'], 'w').write(a[0])  # the space tuned
@@ -242,6 +252,45 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 2 and "SHAPES: no file 'nope.yaml'" in r.stderr, f"product_configs.sh: a missing shape file refused ({r.stderr.strip()})")
     r = pcr("space.yaml", "shapes.yaml", ROUNDS="0")
     check(r.returncode == 2 and "ROUNDS" in r.stderr, f"product_configs.sh: ROUNDS 0 refused ({r.stderr.strip()})")
+
+    # product_model.sh end to end with the stand-in: the menu of the committed files (templates by
+    # absolute path) run on three shape lists, the fit, and two rounds; the model kept where the
+    # candidates ran 3% faster, not where they tie; bad input exit 2.
+    pm = os.path.join(tmp, "pm")
+    os.makedirs(os.path.join(pm, "configs"))
+    for d in ("scripts", "search_spaces", "templates"):
+        os.symlink(os.path.abspath(os.path.join(ROOT, d)), os.path.join(pm, d))
+    for g in ("sm90-GEMM-A8W8_BLOCKSCALE-N=4096-K=4096.json", "NVIDIA_H200-GEMM-A8W8_BLOCKSCALE-N=4096-K=4096.json"):
+        with open(os.path.join(pm, "configs", g), "w") as fh:
+            fh.write(open(os.path.join(ROOT, "configs", g)).read())
+    with open(os.path.join(pm, "unseen.yaml"), "w") as fh:
+        fh.write("shapes:\n  - {name: u, N: 5120, K: 5120, M: [16, 1024]}\n")
+    fake_pm = fake_autotune(pm)
+    pmr = lambda *args, **env: subprocess.run(["bash", os.path.join(ROOT, "scripts", "product_model.sh")] + list(args), cwd=pm,
+                                              env=dict(os.environ, AUTOTUNE=fake_pm, OUT="out", FAKE_CAND="cand", **env),
+                                              capture_output=True, text=True)
+    model = "NVIDIA_H200-GEMM-A8W8_BLOCKSCALE-model.json"
+    fin = os.path.join(pm, "out", "fin", model)
+    r = pmr("unseen.yaml", FAKE_FACTORS='{"16,5120,5120": 0.94, "1024,5120,5120": 1.0}')
+    menu = open(os.path.join(pm, "out", "menu.yaml")).read() if os.path.exists(os.path.join(pm, "out", "menu.yaml")) else ""
+    tpl = re.findall(r"template: (\S+)", menu)
+    check(tpl and all(os.path.isabs(t) and os.path.isfile(t) for t in tpl) and "menu_64x64_scales" in menu,
+          f"product_model.sh: the menu of configs/, templates by absolute path ({tpl[:1]})")
+    check(all(os.path.exists(os.path.join(pm, "out", "menu-%s.log" % n)) for n in ("shipped", "llm", "fit-grid")),
+          "product_model.sh: the menu run on the three shape lists")
+    check(r.returncode == 0 and os.path.exists(fin) and "kept: every round" in r.stdout and "0.9695x, 0.9695x" in r.stdout
+          and "1 faster" in r.stdout and os.path.exists(os.path.join(pm, "out", "cv.txt")),
+          f"product_model.sh: the model kept ({r.returncode}: {r.stdout[-400:]} {r.stderr[-300:]})")
+    r = pmr("unseen.yaml", FAKE_FACTORS='{"16,5120,5120": 1.03}', DB="out/menu.db")
+    check(r.returncode == 0 and not os.path.exists(fin) and "not kept: a round above 0.995x" in r.stdout and "1 slower" in r.stdout,
+          f"product_model.sh: a slower model not kept ({r.returncode}: {r.stdout[-400:]} {r.stderr[-300:]})")
+    r = pmr()
+    check(r.returncode == 0 and "not judged" in r.stdout and os.path.exists(os.path.join(pm, "out", "model", model)) and not os.path.exists(fin),
+          f"product_model.sh: no SHAPES, the model fitted and not judged ({r.stdout[-300:]} {r.stderr[-300:]})")
+    for args, env, what in ((["nope.yaml"], {}, "SHAPES: no file 'nope.yaml'"), ([], {"ROUNDS": "0"}, "ROUNDS"),
+                            ([], {"GAIN": "2"}, "GAIN"), ([], {"DB": "none.db"}, "DB: no file 'none.db'")):
+        r = pmr(*args, **env)
+        check(r.returncode == 2 and what in r.stderr, f"product_model.sh: {what} refused ({r.returncode}: {r.stderr.strip()})")
 
     r = run(kfe, "--base", jr("a1"), "--cand", jr("b1", "b2"), "--export", kx, "--configs", kc, "--out", kout)
     check(r.returncode != 0 and "the same count" in r.stderr, f"keep_faster_entries.py: rounds of unequal count refused ({r.stderr.strip()})")
