@@ -249,11 +249,13 @@ static void current_versions(void) {
 }
 
 /* Runs query; returns its exit status, the answer in *json (malloc'd) and stderr merged in. */
+static const char *query_device = "sm90"; /* query's --device: the arch but in query_tail's product row */
+
 static int query(char **text, const char *m, const char *n, const char *k, const char *a1, const char *a2, const char *a3,
                  const char *a4) {
   char *out = at_path_join(TMP, "query.txt");
-  int rc = run_cli(out, "query", "--op", "gemm_a8w8_blockscale", "-M", m, "-N", n, "-K", k, "--device", "sm90", a1, a2,
-                   a3, a4, (const char *)NULL);
+  int rc = run_cli(out, "query", "--op", "gemm_a8w8_blockscale", "-M", m, "-N", n, "-K", k, "--device", query_device, a1,
+                   a2, a3, a4, (const char *)NULL);
   *text = slurp(out);
   free(out);
   return rc;
@@ -1157,9 +1159,10 @@ static void query_arguments(const char *dir) {
 }
 
 /* query's "tail" with the committed configs: for the tail shapes of tail_shapes.h on 132 and 114
- * SMs, the plan the lookup and at_a8w8_tail_plan give, which the runtime launches; every kind of
- * plan among them on each. Without an SM count (a named device, no GPU) it is
- * unknown, with $AUTOTUNE_TAIL off it is off, and a bad --sm-count is exit 2. */
+ * SMs (the arch's files and model) and on the H200 (132 SMs, its own files and model first), the
+ * plan the lookup and at_a8w8_tail_plan give, which the runtime launches; every kind of plan among
+ * them on each. Without an SM count (a named device, no GPU) it is unknown, with $AUTOTUNE_TAIL off
+ * it is off, and a bad --sm-count is exit 2. */
 static void query_tail(void) {
   char *dir = at_path_join(getenv("AT_TEST_SOURCE_ROOT"), "configs");
   char *file = at_path_join(dir, "sm90-GEMM-A8W8_BLOCKSCALE.json");
@@ -1169,8 +1172,9 @@ static void query_tail(void) {
     return;
   }
   const int64_t(*C)[3] = TAIL_SHAPES;
-  static const int SMS[] = {132, 114};
-  int seen[2][5] = {{0}}; /* none, last wave, padding, whole call, last rows: on 132 and 114 SMs */
+  static const int SMS[] = {132, 114, 132};
+  static const char *const DEVICE[] = {"sm90", "sm90", "NVIDIA_H200"}; /* the GPU each row stands for */
+  int seen[3][5] = {{0}}; /* none, last wave, padding, whole call, last rows: per row */
   static const char *const KIND[5] = {"none", "last wave", "padding", "whole call", "last rows"};
   for (size_t si = 0; si < AT_ARRAY_LEN(SMS); si++)
     for (size_t i = 0; i < TAIL_SHAPES_LEN; i++) {
@@ -1178,13 +1182,17 @@ static void query_tail(void) {
       snprintf(m, sizeof m, "%lld", (long long)C[i][0]), snprintf(n, sizeof n, "%lld", (long long)C[i][1]);
       snprintf(k, sizeof k, "%lld", (long long)C[i][2]), snprintf(sm, sizeof sm, "%d", SMS[si]);
       char *t = NULL;
+      query_device = DEVICE[si];
       CHECK_EQ_INT(query(&t, m, n, k, "--configs", dir, "--sm-count", sm), 0);
+      query_device = "sm90";
       at_json *j = NULL;
       CHECK_EQ_INT(at_json_parse("query", t, strlen(t), &j), AT_OK);
       const at_json *tail = j ? at_json_get(j, "tail") : NULL;
       const char *plan = tail ? at_json_str(tail, "plan") : NULL;
       /* What the runtime plans: its lookup on that many SMs, then the tail of the entry for M. */
-      at_lookup_req q = {"gemm_a8w8_blockscale", NULL, {"sm90", NULL}, C[i][1], C[i][2], NULL, dir, NULL, SMS[si], 0};
+      const int product = strcmp(DEVICE[si], "sm90") != 0;
+      at_lookup_req q = {"gemm_a8w8_blockscale", NULL, {DEVICE[si], product ? "sm90" : NULL}, C[i][1], C[i][2], NULL, dir, NULL,
+                         SMS[si], 0};
       at_lookup_result r;
       CHECK_EQ_INT(at_lookup(&q, &r), AT_OK);
       const at_config *c = at_config_for_m(&r.set, C[i][0], NULL);
@@ -1197,8 +1205,8 @@ static void query_tail(void) {
       while (kind < 4 && strcmp(KIND[kind], at_a8w8_tail_kind(&want)) != 0) kind++;
       const int same = plan && strcmp(plan, KIND[kind]) == 0;
       if (!same)
-        fprintf(stderr, "query -M %s -N %s -K %s --sm-count %s: tail %s, the runtime plans %s\n", m, n, k, sm,
-                plan ? plan : "(none)", KIND[kind]);
+        fprintf(stderr, "query -M %s -N %s -K %s --device %s --sm-count %s: tail %s, the runtime plans %s\n", m, n, k,
+                DEVICE[si], sm, plan ? plan : "(none)", KIND[kind]);
       CHECK(same);
       if (same && kind) {
         int64_t v;
@@ -1212,11 +1220,12 @@ static void query_tail(void) {
       free(t);
     }
   /* test_stress runs each kind on the GPU it finds, three of the last wave: both H100 variants
-   * need all of them. */
+   * and the H200 need all of them. */
   for (size_t si = 0; si < AT_ARRAY_LEN(SMS); si++)
     for (int i = 1; i < 5; i++) {
       if (seen[si][i] < (i == 1 ? 3 : 1))
-        fprintf(stderr, "%d shapes of the list plan a tail of kind %s on %d SMs\n", seen[si][i], KIND[i], SMS[si]);
+        fprintf(stderr, "%d shapes of the list plan a tail of kind %s on %s, %d SMs\n", seen[si][i], KIND[i], DEVICE[si],
+                SMS[si]);
       CHECK(seen[si][i] >= (i == 1 ? 3 : 1));
     }
   char *t = NULL;
