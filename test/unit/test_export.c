@@ -248,9 +248,9 @@ static void current_versions(void) {
   free(f), free(out), free(db), free(dir);
 }
 
-/* Runs query; returns its exit status, the answer in *json (malloc'd) and stderr merged in. */
 static const char *query_device = "sm90"; /* query's --device: the arch but in query_tail's product row */
 
+/* Runs query; returns its exit status, the answer in *json (malloc'd) and stderr merged in. */
 static int query(char **text, const char *m, const char *n, const char *k, const char *a1, const char *a2, const char *a3,
                  const char *a4) {
   char *out = at_path_join(TMP, "query.txt");
