@@ -47,8 +47,8 @@ fi
 "$A" model --db "$DB" --out "$OUT/model" --device-name product > "$OUT/model.log" 2>&1 || fail "the fit failed: $OUT/model.log"
 "$A" model --db "$DB" --cv --worst 5 --device-name product > "$OUT/cv.txt" 2>&1 || fail "the cross-validation failed: $OUT/cv.txt"
 tail -n +1 "$OUT/model.log" "$OUT/cv.txt" | grep -v "^==>"
-models=("$OUT"/model/*-model.json)
-[ ${#models[@]} = 1 ] && [ -f "${models[0]}" ] || fail "expected one model file in $OUT/model (one device in $DB), found ${#models[@]}"
+shopt -s nullglob; models=("$OUT"/model/*-model.json); shopt -u nullglob
+[ ${#models[@]} = 1 ] || fail "expected one model file in $OUT/model (one device in $DB), found ${#models[@]}"
 M=${models[0]}
 [ $# -gt 0 ] || { echo "model: $M, not judged (no SHAPES given); nothing in $OUT/fin"; exit 0; }
 mkdir -p "$OUT/cand"; cp configs/*.json "$OUT/cand/"; cp "$M" "$OUT/cand/"
