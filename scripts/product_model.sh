@@ -16,7 +16,7 @@
 #     own launch timed. The model goes into OUT/fin when, in every round, the geomean of its time over
 #     the committed one's (every shape of every file) is GAIN (default 0.995) or below.
 # Why a product model: the arch's model was fitted on another GPU of the arch; the H200's own answered the
-# shapes nobody tuned 1-1.6% faster there, and 2-3% at M <= 128 (docs/perf.md, "The H200's own time
+# shapes nobody tuned 0.8-1.7% faster there, and 2-3% at M <= 128 (docs/perf.md, "The H200's own time
 # model"). Exit 2 on bad input, 1 when a step fails (its log under OUT says why).
 set -u
 die() { echo "product_model.sh: $*" >&2; exit 2; }
