@@ -392,8 +392,9 @@ static char *committed_file(const char *name, char **dir) {
 /* A product's files beside its arch's (the committed NVIDIA_H200 files, tuned on the H200, beside
  * sm90's): a GPU of that product reads its own file for an (N, K) first and its arch's for the rest.
  * A caller naming the product (no GPU) gets the same answers: the lookup takes the arch from the
- * product's files. Without --device and without a GPU, query answers for the one arch name among
- * the configs' devices and says so; with several and no arch name it needs --device. */
+ * product's files; the product's own time model before the arch's. Without --device and without a
+ * GPU, query answers for the one arch name among the configs' devices and says so; with several and
+ * no arch name it needs --device. */
 static void product_files(void) {
   char *committed, *h200 = committed_file("NVIDIA_H200-GEMM-A8W8_BLOCKSCALE-N=4096-K=4096.json", &committed);
   if (!h200) return;
@@ -448,6 +449,32 @@ static void product_files(void) {
   CHECK(strcmp(sel.source, "nk_file") == 0);
   CHECK_CONTAINS(sel.path, "/sm90-GEMM-A8W8_BLOCKSCALE-N=8192-K=1024.json");
   at_runtime_close(rt);
+  /* With the H200's own time model beside the arch's (session 42): for an (N, K) nobody tuned the
+   * H200 reads its own, sm90 the arch's, through query and through the library. */
+  static const char *const MODEL = "NVIDIA_H200-GEMM-A8W8_BLOCKSCALE-model.json";
+  char *from = at_path_join(committed, MODEL), *to = at_path_join(dir, MODEL), *body = slurp(from);
+  CHECK(body != NULL);
+  if (body && at_write_file_atomic(to, body, strlen(body)) == 0) {
+    static const char *const DEVICES[] = {"NVIDIA_H200", "sm90"};
+    CHECK_EQ_INT(at_runtime_open(&o, &rt), AT_STATUS_OK);
+    for (size_t i = 0; i < AT_ARRAY_LEN(DEVICES); i++) {
+      char want[160];
+      snprintf(want, sizeof want, "/%s-GEMM-A8W8_BLOCKSCALE-model.json", DEVICES[i]);
+      CHECK_EQ_INT(run_cli(out, "query", "--op", "gemm_a8w8_blockscale", "-M", "16", "-N", "5120", "-K", "1024",
+                           "--device", DEVICES[i], "--configs", dir, (const char *)NULL),
+                   0);
+      t = slurp(out);
+      CHECK_CONTAINS(t, "\"source\": \"model_file\"");
+      CHECK_CONTAINS(t, want);
+      free(t);
+      CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 16, 5120, 1024, DEVICES[i], &sel), AT_STATUS_OK);
+      CHECK(strcmp(sel.source, "model_file") == 0);
+      CHECK_CONTAINS(sel.path, want);
+    }
+    at_runtime_close(rt);
+    unlink(to);
+  }
+  free(body), free(from), free(to);
   /* No --device: on a machine without a GPU, sm90 (and the note); on one with a GPU, the GPU's. */
   CHECK_EQ_INT(run_cli(out, "query", "--op", "gemm_a8w8_blockscale", "-M", "16", "-N", "4096", "-K", "4096", "--configs",
                        dir, (const char *)NULL),
