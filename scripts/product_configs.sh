@@ -30,7 +30,7 @@ fail() { echo "product_configs.sh: $*" >&2; exit 1; }
 rm -rf "$OUT/x" "$OUT/cand" "$OUT/fin" "$OUT"/r*.json "$OUT/keep.txt"; mkdir -p "$OUT"  # nothing of an earlier run decides this one
 if [ -z "$DB" ]; then
   DB=$OUT/tune.db; rm -f "$DB"
-  echo "tuning $SPACE on $SHAPES into $DB"
+  echo "tuning $SPACE on $SHAPES into $DB (progress: tail -f $OUT/tune.log)"
   "$A" --db "$DB" "$SPACE" --shapes "$SHAPES" > "$OUT/tune.log" 2>&1 || fail "the tune failed: $OUT/tune.log"
   grep -E "^(results|wall time)" "$OUT/tune.log"
 fi

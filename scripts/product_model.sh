@@ -38,7 +38,7 @@ if [ -z "$DB" ]; then
   cat "$OUT/menu.log"
   for s in "" search_spaces/shapes/llm.yaml search_spaces/shapes/fit-grid.yaml; do
     n=$(basename "${s:-shipped}" .yaml) what=${s:-"the shipped job's shapes"}
-    echo "timing the menu on $what into $DB"
+    echo "timing the menu on $what into $DB (progress: tail -f $OUT/menu-$n.log)"
     "$A" --db "$DB" --no-judge --no-baselines "$OUT/menu.yaml" ${s:+--shapes "$s"} > "$OUT/menu-$n.log" 2>&1 ||
       fail "the menu run failed: $OUT/menu-$n.log (run again to carry on)"
     grep -E "^(results|wall time)" "$OUT/menu-$n.log"
