@@ -24,13 +24,22 @@ _Static_assert((int)NGRID <= (int)AT_MAX_MLEQ, "the grid must fit the per-M entr
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int at_tm_features(const at_config *c, int64_t m, int64_t n, int64_t k, int sm_count, double f[AT_TM_NF]) {
+/* The parameters of a config that the features read: its tile, split and cluster. */
+typedef struct geometry {
+  int64_t bm, bn, sk, ck, cm, cn;
+} geometry;
+
+static geometry geometry_of(const at_config *c) {
   const char *names[AT_MAX_PARAMS];
   const at_params p = at_config_params(c, names);
-  int64_t bm = at_params_get(&p, "BLOCK_M", 0), bn = at_params_get(&p, "BLOCK_N", 0);
+  return (geometry){at_params_get(&p, "BLOCK_M", 0),   at_params_get(&p, "BLOCK_N", 0),
+                    at_params_get(&p, "SPLIT_K", 1),   at_params_get(&p, "CLUSTER_K", 1),
+                    at_params_get(&p, "CLUSTER_M", 1), at_params_get(&p, "CLUSTER_N", 1)};
+}
+
+static int features_of(const geometry *g, int64_t m, int64_t n, int64_t k, int sm_count, double f[AT_TM_NF]) {
+  const int64_t bm = g->bm, bn = g->bn, sk = g->sk, ck = g->ck, cm = g->cm, cn = g->cn, cs = cm * cn * ck;
   if (bm < 1 || bn < 1 || sm_count < 1) return -1;
-  int64_t sk = at_params_get(&p, "SPLIT_K", 1), ck = at_params_get(&p, "CLUSTER_K", 1);
-  int64_t cm = at_params_get(&p, "CLUSTER_M", 1), cn = at_params_get(&p, "CLUSTER_N", 1), cs = cm * cn * ck;
   if (sk < 1 || ck < 1 || cm < 1 || cn < 1) return -1;
   int64_t slots = (sm_count / cs) * cs;
   if (slots < 1) slots = cs;
@@ -49,6 +58,11 @@ int at_tm_features(const at_config *c, int64_t m, int64_t n, int64_t k, int sm_c
    * costs depends on the config (which loads its scales two k-blocks ahead, or from shared memory). */
   f[5] = cdiv(k, 128) % 8 ? waves * kblocks : 0.0;
   return 0;
+}
+
+int at_tm_features(const at_config *c, int64_t m, int64_t n, int64_t k, int sm_count, double f[AT_TM_NF]) {
+  const geometry g = geometry_of(c);
+  return features_of(&g, m, n, k, sm_count, f);
 }
 
 /* Solves the n x n system a x = b in place (partial pivoting); -1 when singular. */
@@ -103,28 +117,47 @@ int at_tm_fit(const double (*x)[AT_TM_NF], const double *t, int rows, double coe
   return AT_OK;
 }
 
-double at_tm_predict_raw(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count) {
+/* Config i's features' prediction; g: its geometry when the caller has it (NULL: read from it). */
+static double predict_raw(const at_time_model *tm, int i, const geometry *g, int64_t m, int64_t n, int64_t k,
+                          int sm_count) {
   double f[AT_TM_NF];
   if (!sm_count) sm_count = tm->sm_count;
-  if (at_tm_features(&tm->configs[i], m, n, k, sm_count, f)) return 0;
+  const geometry own = g ? *g : geometry_of(&tm->configs[i]);
+  if (features_of(&own, m, n, k, sm_count, f)) return 0;
   double p = 0;
   for (int j = 0; j < AT_TM_NF; j++) p += tm->coef[i][j] * f[j];
   return p;
 }
 
+double at_tm_predict_raw(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count) {
+  return predict_raw(tm, i, NULL, m, n, k, sm_count);
+}
+
+/* What picking for one (N, K) reads at every M of the grid and that does not depend on M: each
+ * config's geometry, whether it runs on (N, K), and the fit shapes' logarithms. Made once per
+ * answer (at_tm_answer): looked up by name and computed again at each of the grid's 46 M, they
+ * took a third of a first lookup's time (docs/perf.md, "Launch-time lookup"). */
+typedef struct prepared {
+  geometry *g;         /* nconfigs */
+  unsigned char *runs; /* nconfigs: 0 where its SCALE_KB form cannot hold (N, K)'s scales */
+  double (*lfit)[3];   /* nfit: log M, log N, log K */
+} prepared;
+
 /* The fit shapes nearest (m, n, k) in (log M, log N, log K), at most AT_TM_NEAR of them, nearest
  * first, into near; with skip_nk none of (n, k) itself. Returns how many. Of two shapes at the same
  * distance the earlier in the fit's order comes first, so the answer does not depend on the
  * platform's sort. */
-static int nearest(const at_time_model *tm, int64_t m, int64_t n, int64_t k, int skip_nk, int near[AT_TM_NEAR]) {
+static int nearest(const at_time_model *tm, const prepared *pr, int64_t m, int64_t n, int64_t k, int skip_nk,
+                   int near[AT_TM_NEAR]) {
   if (!tm->nfit || m < 1 || n < 1 || k < 1) return 0;
   const double lm = log((double)m), ln = log((double)n), lk = log((double)k);
   double d[AT_TM_NEAR];
   int cnt = 0;
   for (int s = 0; s < tm->nfit; s++) {
     if (skip_nk && tm->fit[s][1] == n && tm->fit[s][2] == k) continue;
-    const double a = log((double)tm->fit[s][0]) - lm, b = log((double)tm->fit[s][1]) - ln,
-                 c = log((double)tm->fit[s][2]) - lk, x = a * a + b * b + c * c;
+    const double a = (pr ? pr->lfit[s][0] : log((double)tm->fit[s][0])) - lm,
+                 b = (pr ? pr->lfit[s][1] : log((double)tm->fit[s][1])) - ln,
+                 c = (pr ? pr->lfit[s][2] : log((double)tm->fit[s][2])) - lk, x = a * a + b * b + c * c;
     int j;
     if (cnt < AT_TM_NEAR)
       j = cnt++;
@@ -140,9 +173,9 @@ static int nearest(const at_time_model *tm, int64_t m, int64_t n, int64_t k, int
 
 /* Config i's prediction corrected by its mean residual on the shapes near[0, nn) where it was
  * measured (none: uncorrected). */
-static double predict_near(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count,
-                           const int *near, int nn) {
-  double t = at_tm_predict_raw(tm, i, m, n, k, sm_count), sum = 0;
+static double predict_near(const at_time_model *tm, const prepared *pr, int i, int64_t m, int64_t n, int64_t k,
+                           int sm_count, const int *near, int nn) {
+  double t = predict_raw(tm, i, pr ? &pr->g[i] : NULL, m, n, k, sm_count), sum = 0;
   int cnt = 0;
   for (int j = 0; j < nn; j++) {
     const float r = tm->resid[(size_t)i * (size_t)tm->nfit + (size_t)near[j]];
@@ -153,8 +186,8 @@ static double predict_near(const at_time_model *tm, int i, int64_t m, int64_t n,
 
 double at_tm_predict(const at_time_model *tm, int i, int64_t m, int64_t n, int64_t k, int sm_count) {
   int near[AT_TM_NEAR];
-  const int nn = nearest(tm, m, n, k, 0, near);
-  return predict_near(tm, i, m, n, k, sm_count, near, nn);
+  const int nn = nearest(tm, NULL, m, n, k, 0, near);
+  return predict_near(tm, NULL, i, m, n, k, sm_count, near, nn);
 }
 
 /* Where an answer composes the op's launch plan (at_op.plan_factor: the runtime's tail) into the
@@ -184,9 +217,9 @@ static int plan_mode(const at_params *p, int64_t m) {
   return -1;
 }
 
-static double planned_near(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
-                           int sm_count, const int *near, int nn) {
-  double t = predict_near(tm, i, m, n, k, sm_count, near, nn);
+static double planned_near(const at_time_model *tm, const prepared *pr, const at_op *op, int i, int64_t m, int64_t n,
+                           int64_t k, int sm_count, const int *near, int nn) {
+  double t = predict_near(tm, pr, i, m, n, k, sm_count, near, nn);
   if (t <= 0 || !op || !op->plan_factor) return t;
   const char *names[AT_MAX_PARAMS];
   const at_params p = at_config_params(&tm->configs[i], names);
@@ -201,14 +234,8 @@ static double planned_near(const at_time_model *tm, const at_op *op, int i, int6
 double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, int64_t m, int64_t n, int64_t k,
                              int sm_count) {
   int near[AT_TM_NEAR];
-  const int nn = nearest(tm, m, n, k, 0, near);
-  return planned_near(tm, op, i, m, n, k, sm_count, near, nn);
-}
-
-static int64_t block_m(const at_config *c) {
-  const char *names[AT_MAX_PARAMS];
-  const at_params p = at_config_params(c, names);
-  return at_params_get(&p, "BLOCK_M", 0);
+  const int nn = nearest(tm, NULL, m, n, k, 0, near);
+  return planned_near(tm, NULL, op, i, m, n, k, sm_count, near, nn);
 }
 
 /* A tile of at most twice M's rows (64 at least): the spaces' block_m_fits rule, under which the
@@ -220,7 +247,7 @@ static int64_t block_m(const at_config *c) {
  * M = 64 entries and the 15 weights of docs/experiments/unseen-s24.yaml tuned at M = 64: every
  * winner 64 rows), while the model picked them for 5 of those 15 weights, 1.03x-1.11x the
  * winners' time (H100, docs/perf.md, "A new unseen set"). */
-static int fits_m(const at_config *c, int64_t m) { return block_m(c) <= (m <= 64 ? 64 : 2 * m); }
+static int fits_m(int64_t block_m, int64_t m) { return block_m <= (m <= 64 ? 64 : 2 * m); }
 
 /* Where the plan is composed (M = 512), no 192-row tiles: three rows of them hold 576 rows, and
  * the plan composed in is a tail by rows (the main launch on 384 rows, the 128 rows after in
@@ -229,33 +256,40 @@ static int fits_m(const at_config *c, int64_t m) { return block_m(c) <= (m <= 64
  * two shapes of the untuned sweeps where the model picked them there ran 1.05x and 1.20x
  * cuBLASLt's time, 0.96x and 1.02x with the pick without them; at M = 192 to 384 the same tiles
  * ran faster than the pick without them on 26 of 31 shapes, and stay there. */
-static int best_of(const at_time_model *tm, const at_op *op, int plan, int64_t m, int64_t n, int64_t k, int sm_count,
-                   int skip_nk) {
+/* Does config i run on (n, k) (measured alone or not, as it can): a config whose SCALE_KB form cannot
+ * hold (n, k)'s scales does not (its form without them is another config of the menu). */
+static int runs_on(const at_time_model *tm, const at_op *of, int i, int64_t n, int64_t k) {
+  if (at_config_shape_param(of, &tm->configs[i]) < 0) return 1;
+  at_config on = tm->configs[i];
+  return at_config_for_shape(of, &on, n, k);
+}
+
+/* pr: what at_tm_answer prepared for (n, k), or NULL (computed here). */
+static int best_of(const at_time_model *tm, const prepared *pr, const at_op *op, int plan, int64_t m, int64_t n,
+                   int64_t k, int sm_count, int skip_nk) {
   int near[AT_TM_NEAR];
-  const int nn = nearest(tm, m, n, k, skip_nk, near);
-  const at_op *of = at_op_find(tm->op); /* measured alone or not, a config runs on (n, k) as it can */
+  const int nn = nearest(tm, pr, m, n, k, skip_nk, near);
+  const at_op *of = pr ? NULL : at_op_find(tm->op);
   int best = -1;
   double best_t = 0;
   for (int i = 0; i < tm->nconfigs; i++) {
-    if (op && !fits_m(&tm->configs[i], m)) continue;
-    if (at_config_shape_param(of, &tm->configs[i]) >= 0) { /* its form without it is another config */
-      at_config on = tm->configs[i];
-      if (!at_config_for_shape(of, &on, n, k)) continue;
-    }
-    if (plan && op && op->plan_factor && m == PLAN_M && block_m(&tm->configs[i]) == 192) continue;
-    double t = plan ? planned_near(tm, op, i, m, n, k, sm_count, near, nn)
-                    : predict_near(tm, i, m, n, k, sm_count, near, nn);
+    const int64_t bm = pr ? pr->g[i].bm : geometry_of(&tm->configs[i]).bm;
+    if (op && !fits_m(bm, m)) continue;
+    if (!(pr ? pr->runs[i] : runs_on(tm, of, i, n, k))) continue;
+    if (plan && op && op->plan_factor && m == PLAN_M && bm == 192) continue;
+    double t = plan ? planned_near(tm, pr, op, i, m, n, k, sm_count, near, nn)
+                    : predict_near(tm, pr, i, m, n, k, sm_count, near, nn);
     if (t > 0 && (best < 0 || t < best_t)) best = i, best_t = t;
   }
   return best;
 }
 
 int at_tm_best(const at_time_model *tm, const at_op *op, int plan, int64_t m, int64_t n, int64_t k, int sm_count) {
-  return best_of(tm, op, plan, m, n, k, sm_count, 0);
+  return best_of(tm, NULL, op, plan, m, n, k, sm_count, 0);
 }
 
 int at_tm_best_unseen(const at_time_model *tm, int64_t m, int64_t n, int64_t k, int sm_count) {
-  return best_of(tm, NULL, 0, m, n, k, sm_count, 1);
+  return best_of(tm, NULL, NULL, 0, m, n, k, sm_count, 1);
 }
 
 double at_tm_predict_config(const at_time_model *tm, const at_config *c, int64_t m, int64_t n, int64_t k,
@@ -275,16 +309,25 @@ void at_tm_answer(const at_time_model *tm, const at_op *op, int plan, int64_t n,
   snprintf(out->device_name, sizeof out->device_name, "%s", tm->device_name);
   snprintf(out->arch, sizeof out->arch, "%s", tm->arch);
   out->n = n, out->k = k;
+  const at_op *of = at_op_find(tm->op);
+  prepared pr = {at_xcalloc(tm->nconfigs ? (size_t)tm->nconfigs : 1, sizeof *pr.g),
+                 at_xcalloc(tm->nconfigs ? (size_t)tm->nconfigs : 1, 1),
+                 at_xcalloc(tm->nfit ? (size_t)tm->nfit : 1, sizeof *pr.lfit)};
+  for (int i = 0; i < tm->nconfigs; i++)
+    pr.g[i] = geometry_of(&tm->configs[i]), pr.runs[i] = (unsigned char)runs_on(tm, of, i, n, k);
+  for (int s = 0; s < tm->nfit; s++)
+    for (int j = 0; j < 3; j++) pr.lfit[s][j] = log((double)tm->fit[s][j]);
   for (int g = 0; g < NGRID; g++) {
-    int i = at_tm_best(tm, op, plan, GRID[g], n, k, sm_count);
+    int i = best_of(tm, &pr, op, plan, GRID[g], n, k, sm_count, 0);
     if (i < 0) continue;
     int e = out->nmleq++;
     out->mleq_m[e] = GRID[g];
     out->mleq[e] = tm->configs[i];
-    at_config_for_shape(at_op_find(tm->op), &out->mleq[e], n, k); /* best_of kept only those that hold it */
+    at_config_for_shape(of, &out->mleq[e], n, k); /* best_of kept only those that hold it */
     out->mleq_time_us[e] = 0; /* a prediction, not a measurement */
     out->bucket[AT_BUCKET_ANY] = out->mleq[e]; /* beyond the grid: the largest M's */
   }
+  free(pr.g), free(pr.runs), free(pr.lfit);
 }
 
 int at_tm_is_model_file(const char *f) {

@@ -12,7 +12,9 @@
  *    M = 2048 and the default file above; the model alone without a default file; a corrupt model
  *    is skipped with a warning (the default file and the nearest file answer as before);
  *  - `autotune model` fits a DB's results (configs measured on too few shapes left out) and refuses
- *    bad arguments with exit code 2. */
+ *    bad arguments with exit code 2;
+ *  - with the committed models, the answer of an (N, K) (which prepares each config's geometry and
+ *    the fit shapes' logarithms once) holds at every M the config at_tm_best picks there alone. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1172,6 +1174,46 @@ static void fit_from_db(void) {
   free(missing), free(db), free(out), free(log);
 }
 
+/* The committed model files' answers against at_tm_best at each of their M: for (N, K) of every
+ * shape of weight (narrow, wide, K / 128 not a multiple of 4 or 8, which SCALE_KB configs cannot
+ * hold), with and without the plan, with the model's SM count and 114. */
+static void answer_is_best_at_each_m(void) {
+  static const char *const FILES[] = {"sm90-GEMM-A8W8_BLOCKSCALE-model.json",
+                                       "NVIDIA_H200-GEMM-A8W8_BLOCKSCALE-model.json"};
+  static const int64_t NK[][2] = {{576, 7168},  {1024, 11008},  {5120, 5120},
+                                  {8200, 1408}, {30720, 12288}, {73728, 4608}};
+  const at_op *op = at_op_find("gemm_a8w8_blockscale");
+  int compared = 0;
+  for (size_t f = 0; f < sizeof FILES / sizeof FILES[0]; f++) {
+    char *dir = at_path_join(getenv("AT_TEST_SOURCE_ROOT"), "configs"), *path = at_path_join(dir, FILES[f]);
+    at_json *j = NULL;
+    at_time_model tm;
+    if (!at_file_exists(path)) {
+      fprintf(stderr, "no committed %s: skipping answer_is_best_at_each_m for it\n", FILES[f]);
+    } else if (at_json_load(path, &j) == AT_OK && at_tm_from_json(path, j, &tm) == AT_OK) {
+      for (size_t i = 0; i < sizeof NK / sizeof NK[0]; i++)
+        for (int plan = 0; plan < 2; plan++)
+          for (int sms = 0; sms < 2; sms++) {
+            const int sm = sms ? 114 : 0;
+            at_config_set cs;
+            at_tm_answer(&tm, op, plan, NK[i][0], NK[i][1], sm, &cs);
+            CHECK(cs.nmleq > 20);
+            for (int e = 0; e < cs.nmleq; e++) {
+              const int b = at_tm_best(&tm, op, plan, cs.mleq_m[e], NK[i][0], NK[i][1], sm);
+              CHECK(b >= 0 && at_config_same_but_shape(op, &cs.mleq[e], &tm.configs[b]));
+              compared++;
+            }
+          }
+      at_tm_free(&tm);
+    } else {
+      CHECK(0); /* a committed model that does not load */
+    }
+    at_json_free(j);
+    free(path), free(dir);
+  }
+  fprintf(stderr, "answer_is_best_at_each_m: %d entries compared\n", compared);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_timemodel AUTOTUNE_EXE\n");
@@ -1193,5 +1235,6 @@ int main(int argc, char **argv) {
   cv_leaves_out();
   shape_param();
   fit_shape_param();
+  answer_is_best_at_each_m();
   return check_summary();
 }
