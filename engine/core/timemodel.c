@@ -249,13 +249,6 @@ double at_tm_predict_planned(const at_time_model *tm, const at_op *op, int i, in
  * winners' time (H100, docs/perf.md, "A new unseen set"). */
 static int fits_m(int64_t block_m, int64_t m) { return block_m <= (m <= 64 ? 64 : 2 * m); }
 
-/* Where the plan is composed (M = 512), no 192-row tiles: three rows of them hold 576 rows, and
- * the plan composed in is a tail by rows (the main launch on 384 rows, the 128 rows after in
- * 128 x 256 tiles split in K), whose saving the composition took at its estimate; measured, the
- * pair ran far slower than predicted. On the H100 (docs/perf.md, "192-row tiles at M = 512"), the
- * two shapes of the untuned sweeps where the model picked them there ran 1.05x and 1.20x
- * cuBLASLt's time, 0.96x and 1.02x with the pick without them; at M = 192 to 384 the same tiles
- * ran faster than the pick without them on 26 of 31 shapes, and stay there. */
 /* Does config i run on (n, k) (measured alone or not, as it can): a config whose SCALE_KB form cannot
  * hold (n, k)'s scales does not (its form without them is another config of the menu). */
 static int runs_on(const at_time_model *tm, const at_op *of, int i, int64_t n, int64_t k) {
@@ -264,7 +257,14 @@ static int runs_on(const at_time_model *tm, const at_op *of, int i, int64_t n, i
   return at_config_for_shape(of, &on, n, k);
 }
 
-/* pr: what at_tm_answer prepared for (n, k), or NULL (computed here). */
+/* Where the plan is composed (M = 512), no 192-row tiles: three rows of them hold 576 rows, and
+ * the plan composed in is a tail by rows (the main launch on 384 rows, the 128 rows after in
+ * 128 x 256 tiles split in K), whose saving the composition took at its estimate; measured, the
+ * pair ran far slower than predicted. On the H100 (docs/perf.md, "192-row tiles at M = 512"), the
+ * two shapes of the untuned sweeps where the model picked them there ran 1.05x and 1.20x
+ * cuBLASLt's time, 0.96x and 1.02x with the pick without them; at M = 192 to 384 the same tiles
+ * ran faster than the pick without them on 26 of 31 shapes, and stay there. pr: what at_tm_answer
+ * prepared for (n, k), or NULL (computed here). */
 static int best_of(const at_time_model *tm, const prepared *pr, const at_op *op, int plan, int64_t m, int64_t n,
                    int64_t k, int sm_count, int skip_nk) {
   int near[AT_TM_NEAR];
