@@ -64,21 +64,17 @@ for r in $(seq 1 "$ROUNDS"); do
   done
 done
 python3 - "$OUT" "$ROUNDS" "$GAIN" "$#" > "$OUT/verdict.txt" <<'PY' || fail "the verdict could not be made: $OUT/verdict.txt"
-import json, math, sys
+import math, sys
+sys.path.insert(0, 'scripts')
+from keep_faster_entries import times  # {(m, n, k): [time per round]} of compare outputs
 out, rounds, gain, files = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-def times(w, r):
-    t = {}
-    for i in range(1, files + 1):
-        for s in json.load(open('%s/r%s%d-%d.json' % (out, w, r, i)))['shapes']:
-            a = s.get('autotune') or {}
-            if a.get('status') == 'ok' and a.get('time_us'): t[(s['m'], s['n'], s['k'])] = a['time_us']
-    return t
-ratios = []
-for r in range(1, rounds + 1):
-    b, c = times('b', r), times('c', r)
-    ratios.append({k: c[k] / b[k] for k in b if k in c})
-keys = sorted(set.intersection(*(set(x) for x in ratios)))
+base, cand = {}, {}
+for i in range(1, files + 1):
+    base.update(times(['%s/rb%d-%d.json' % (out, r, i) for r in range(1, rounds + 1)]))
+    cand.update(times(['%s/rc%d-%d.json' % (out, r, i) for r in range(1, rounds + 1)]))
+keys = sorted(k for k in base if k in cand and all(base[k]) and all(cand[k]))
 if not keys: sys.exit('no shape timed ok with both')
+ratios = [{k: cand[k][r] / base[k][r] for k in keys} for r in range(rounds)]
 geo = [math.exp(sum(math.log(x[k]) for k in keys) / len(keys)) for x in ratios]
 slower = [k for k in keys if all(x[k] >= 1.02 for x in ratios)]
 faster = [k for k in keys if all(x[k] <= 0.98 for x in ratios)]

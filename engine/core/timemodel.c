@@ -172,10 +172,10 @@ static int nearest(const at_time_model *tm, const prepared *pr, int64_t m, int64
 }
 
 /* Config i's prediction corrected by its mean residual on the shapes near[0, nn) where it was
- * measured (none: uncorrected). */
-static double predict_near(const at_time_model *tm, const prepared *pr, int i, int64_t m, int64_t n, int64_t k,
+ * measured (none: uncorrected); g: its geometry, or NULL. */
+static double predict_near(const at_time_model *tm, const geometry *g, int i, int64_t m, int64_t n, int64_t k,
                            int sm_count, const int *near, int nn) {
-  double t = predict_raw(tm, i, pr ? &pr->g[i] : NULL, m, n, k, sm_count), sum = 0;
+  double t = predict_raw(tm, i, g, m, n, k, sm_count), sum = 0;
   int cnt = 0;
   for (int j = 0; j < nn; j++) {
     const float r = tm->resid[(size_t)i * (size_t)tm->nfit + (size_t)near[j]];
@@ -217,9 +217,9 @@ static int plan_mode(const at_params *p, int64_t m) {
   return -1;
 }
 
-static double planned_near(const at_time_model *tm, const prepared *pr, const at_op *op, int i, int64_t m, int64_t n,
+static double planned_near(const at_time_model *tm, const geometry *g, const at_op *op, int i, int64_t m, int64_t n,
                            int64_t k, int sm_count, const int *near, int nn) {
-  double t = predict_near(tm, pr, i, m, n, k, sm_count, near, nn);
+  double t = predict_near(tm, g, i, m, n, k, sm_count, near, nn);
   if (t <= 0 || !op || !op->plan_factor) return t;
   const char *names[AT_MAX_PARAMS];
   const at_params p = at_config_params(&tm->configs[i], names);
@@ -273,12 +273,12 @@ static int best_of(const at_time_model *tm, const prepared *pr, const at_op *op,
   int best = -1;
   double best_t = 0;
   for (int i = 0; i < tm->nconfigs; i++) {
-    const int64_t bm = pr ? pr->g[i].bm : geometry_of(&tm->configs[i]).bm;
-    if (op && !fits_m(bm, m)) continue;
+    const geometry g = pr ? pr->g[i] : geometry_of(&tm->configs[i]);
+    if (op && !fits_m(g.bm, m)) continue;
     if (!(pr ? pr->runs[i] : runs_on(tm, of, i, n, k))) continue;
-    if (plan && op && op->plan_factor && m == PLAN_M && bm == 192) continue;
-    double t = plan ? planned_near(tm, pr, op, i, m, n, k, sm_count, near, nn)
-                    : predict_near(tm, pr, i, m, n, k, sm_count, near, nn);
+    if (plan && op && op->plan_factor && m == PLAN_M && g.bm == 192) continue;
+    double t = plan ? planned_near(tm, &g, op, i, m, n, k, sm_count, near, nn)
+                    : predict_near(tm, &g, i, m, n, k, sm_count, near, nn);
     if (t > 0 && (best < 0 || t < best_t)) best = i, best_t = t;
   }
   return best;
