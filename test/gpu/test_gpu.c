@@ -5,7 +5,8 @@
  *            winner
  *   planted  a kernel that reads out of bounds, one that never ends and one that leaves its last
  *            tile unwritten are caught as fault, timeout and wrong (then quarantined after two
- *            dead workers) while the run completes and the correct kernel wins every shape
+ *            dead workers) while the run completes and the correct kernel wins every shape; on
+ *            GPU 0 alone, where one worker walks the shapes in a known order
  *   resume   a tuning run killed with SIGKILL on the GPU, and then one stopped with SIGTERM,
  *            resume to the same results, leave no worker behind, and the DB passes
  *            integrity_check; after a template edit that changes a comment alone, a rerun
@@ -14,7 +15,8 @@
  *   sm90_random  a random sample of sm90 candidates on random shapes (seed printed, AT_RANDOM_SEED),
  *                one of them with the operands swapped (SWAP_AB)
  *   multi    with two GPUs or more (skipped otherwise): the edge space tuned on every GPU at once
- *            completes with every result checked, and the same winners' counts as on one GPU */
+ *            completes with every result checked, and the same winners' counts as on one GPU;
+ *            the planted space on every GPU, where workers meet a bad candidate at once */
 #include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -34,15 +36,20 @@
 static const char *EXE;
 static char *TMP;
 
-static int tune(const char *space, const char *db, double timeout) {
+/* autotune on a space of test/data into db: on the GPUs of --gpus when gpus is not NULL, else on
+ * all of them (the default). */
+static int tune_on(const char *space, const char *db, double timeout, const char *gpus) {
   char *sp = at_path_join(getenv("AT_TEST_DATA"), space), *out = at_path_join(TMP, "tune.txt");
-  char *argv[] = {(char *)EXE, "--db", (char *)db, sp, NULL};
+  char *argv[] = {(char *)EXE, "--db", (char *)db, sp, NULL, NULL, NULL};
+  if (gpus) argv[4] = "--gpus", argv[5] = (char *)gpus;
   int rc = proc_run(argv, out, timeout);
   char *text = slurp(out);
-  fprintf(stderr, "---- autotune %s (exit %d)\n%s----\n", space, rc, text);
+  fprintf(stderr, "---- autotune %s%s%s (exit %d)\n%s----\n", space, gpus ? " --gpus " : "", gpus ? gpus : "", rc, text);
   free(text), free(sp), free(out);
   return rc;
 }
+
+static int tune(const char *space, const char *db, double timeout) { return tune_on(space, db, timeout, NULL); }
 
 /* Worker processes still alive anywhere (their command line says "worker --gpu"). */
 static int live_workers(void) {
@@ -183,20 +190,14 @@ static int64_t status_of(const char *db, const char *variant, int64_t m) {
            variant, (long long)m);
 }
 
-static void planted(void) {
-  char *db = at_path_join(TMP, "planted.db");
-  CHECK_EQ_INT(tune("spaces/planted.yaml", db, 900), 0);
-  /* A bad candidate kills the worker on the first two shapes it meets and is quarantined on the
-   * third: which shapes those are depends on its batch's walk, file order or backwards (tune.c). */
-  const int64_t ms[3] = {64, 96, 128};
-  const char *bad[2] = {"oob", "hang"};
-  const int64_t bad_status[2] = {2, 3};
-  for (int b = 0; b < 2; b++) {
-    const int64_t first = status_of(db, bad[b], ms[0]), last = status_of(db, bad[b], ms[2]);
-    CHECK_EQ_INT(status_of(db, bad[b], ms[1]), bad_status[b]);
-    CHECK((first == bad_status[b] && last == 5) || (first == 5 && last == bad_status[b]));
-  }
-  for (int i = 0; i < 3; i++) CHECK_EQ_INT(status_of(db, "unwritten", ms[i]), 1);
+static const int64_t PLANTED_MS[3] = {64, 96, 128};
+static const char *const PLANTED_BAD[2] = {"oob", "hang"};
+static const int64_t PLANTED_BAD_STATUS[2] = {2, 3};
+
+/* What planted.yaml leaves in db whatever the GPUs: every result recorded once, the broken
+ * candidates quarantined and the correct one the winner everywhere, no worker left. */
+static void planted_common(const char *db) {
+  for (int i = 0; i < 3; i++) CHECK_EQ_INT(status_of(db, "unwritten", PLANTED_MS[i]), 1);
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), 15);
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results r JOIN candidates c ON c.id=r.candidate_id JOIN variants v"
                      " ON v.id=c.variant_id WHERE v.name='good' AND r.status='ok'"),
@@ -207,7 +208,22 @@ static void planted(void) {
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM candidates WHERE quarantined=1"), 2);
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status='wrong' AND bad_count > 0 AND first_bad >= 0"), 3);
   CHECK_EQ_INT(live_workers(), 0);
-  /* A rerun redoes nothing and keeps every result as it was. */
+}
+
+static void planted(void) {
+  char *db = at_path_join(TMP, "planted.db");
+  /* One GPU: one worker walks the shapes, so the order of the statuses is known. */
+  CHECK_EQ_INT(tune_on("spaces/planted.yaml", db, 900, "0"), 0);
+  /* A bad candidate kills the worker on the first two shapes it meets and is quarantined on the
+   * third: which shapes those are depends on its batch's walk, file order or backwards (tune.c). */
+  for (int b = 0; b < 2; b++) {
+    const int64_t bs = PLANTED_BAD_STATUS[b];
+    const int64_t first = status_of(db, PLANTED_BAD[b], PLANTED_MS[0]), last = status_of(db, PLANTED_BAD[b], PLANTED_MS[2]);
+    CHECK_EQ_INT(status_of(db, PLANTED_BAD[b], PLANTED_MS[1]), bs);
+    CHECK((first == bs && last == 5) || (first == 5 && last == bs));
+  }
+  planted_common(db);
+  /* A rerun, on every GPU, redoes nothing and keeps every result as it was. */
   CHECK_EQ_INT(tune("spaces/planted.yaml", db, 900), 0);
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), 15);
   CHECK_EQ_INT(dbq(db, "SELECT count(DISTINCT run_id) FROM results"), 1);
@@ -347,7 +363,23 @@ static void multi(void) {
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results"), dbq(one, "SELECT count(*) FROM results"));
   CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM devices"), 1);
   CHECK_EQ_INT(live_workers(), 0);
-  free(db), free(one), free(sp), free(out);
+
+  /* The planted faults on every GPU: the shapes are dealt to several workers that meet a bad
+   * candidate at the same time, so it may fail on all three shapes (each worker's batch sorted out
+   * before the other's kill was counted) or on two and be quarantined on the third, in any order. */
+  char *planted = at_path_join(TMP, "planted_all.db");
+  CHECK_EQ_INT(tune("spaces/planted.yaml", planted, 900), 0);
+  for (int b = 0; b < 2; b++) {
+    int failed = 0, quarantined = 0;
+    for (int i = 0; i < 3; i++) {
+      const int64_t st = status_of(planted, PLANTED_BAD[b], PLANTED_MS[i]);
+      failed += st == PLANTED_BAD_STATUS[b], quarantined += st == 5;
+    }
+    CHECK(failed >= 2);
+    CHECK_EQ_INT(failed + quarantined, 3);
+  }
+  planted_common(planted);
+  free(db), free(one), free(sp), free(out), free(planted);
 }
 
 int main(int argc, char **argv) {

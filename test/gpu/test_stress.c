@@ -16,8 +16,11 @@
  *   - inputs with blocks quantized from zeros (values and scale zero, in the first k-block
  *     and later ones, of A rows and of B blocks) on shapes whose tuned config rescales in place
  *     (sm90 RESCALE, whose units skip zero scales);
- *   - finally, shapes the runtime splits into a main launch and a tail (docs/runtime.md), back to
- *     back on one stream and captured in a graph.
+ *   - shapes the runtime splits into a main launch and a tail (docs/runtime.md), back to back on
+ *     one stream and captured in a graph;
+ *   - finally, with a second GPU (said and skipped without one), a pool of the same kinds on GPU 1
+ *     and the threads' eager calls and graphs again, half of the threads on each GPU at once, all
+ *     through the one at_runtime (a serving process that drives several GPUs).
  * The whole sequence runs once per launch mode (a test each, argv[1]): plain launches, and
  * programmatic dependent launch, where a kernel may start while the one before it on the stream
  * (often the previous call) still runs.
@@ -57,16 +60,24 @@ typedef struct problem {
   int split;           /* the config the library picks splits K */
 } problem;
 
-static at_gpu G;
+/* A GPU and what the test made on it: the support kernels (inputs, dequantized copies), a cuBLAS
+ * handle for the references, and the pool of problems whose inputs live there. */
+typedef struct device {
+  at_gpu g;
+  CUfunction gen_a, gen_b, dequant;
+  cublasHandle_t blas;
+  problem p[MAX_PROBLEMS];
+  int np;
+} device;
+
+/* D[0] for everything but the two-device phase, whose threads work on D[0] and D[1] at once; each
+ * thread's helpers use the device it set as its own (CUR). */
+static device D[2];
+static _Thread_local device *CUR = &D[0];
 static at_runtime *RT;
 static unsigned long long SEED;
-static problem P[MAX_PROBLEMS];
-static int NP;
-static CUfunction f_gen_a, f_gen_b, f_dequant;
 static const at_blas_api *BLAS;
-static cublasHandle_t H;
 static pthread_mutex_t report_mu = PTHREAD_MUTEX_INITIALIZER;
-static int calls_split, calls_total, calls_untuned;
 
 static void fail(const char *fmt, ...) {
   va_list ap;
@@ -100,8 +111,8 @@ static uint64_t next_rand(uint64_t *s) {
 
 static void sgemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int m, int n, int k) {
   const float one = 1.0f, zero = 0.0f;
-  if (BLAS->SetStream(H, (cudaStream_t)G.stream) != CUBLAS_STATUS_SUCCESS ||
-      BLAS->Sgemm(H, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, (const float *)b, k, (const float *)a, k, &zero,
+  if (BLAS->SetStream(CUR->blas, (cudaStream_t)CUR->g.stream) != CUBLAS_STATUS_SUCCESS ||
+      BLAS->Sgemm(CUR->blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, (const float *)b, k, (const float *)a, k, &zero,
                   (float *)c, n) != CUBLAS_STATUS_SUCCESS) {
     fail("cuBLAS SGEMM failed");
     exit(1);
@@ -110,12 +121,12 @@ static void sgemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int m, int n, int
 
 static void dequantize(CUdeviceptr q, CUdeviceptr scale, CUdeviceptr out, int rows, int k, int row_block) {
   void *args[] = {&q, &scale, &out, &rows, &k, &row_block};
-  CUX(at_cu->LaunchKernel(f_dequant, (unsigned)G.info.sm_count * 8, 1, 1, 256, 1, 1, 0, G.stream, args, NULL));
+  CUX(at_cu->LaunchKernel(CUR->dequant, (unsigned)CUR->g.info.sm_count * 8, 1, 1, 256, 1, 1, 0, CUR->g.stream, args, NULL));
 }
 
 static float *to_host_f32(CUdeviceptr p, size_t count) {
   float *h = at_xmalloc(count * sizeof *h);
-  CUX(at_cu->StreamSynchronize(G.stream));
+  CUX(at_cu->StreamSynchronize(CUR->g.stream));
   CUX(at_cu->MemcpyDtoH(h, p, count * sizeof *h));
   return h;
 }
@@ -127,7 +138,7 @@ static void plant_zero_blocks(problem *p) {
   const int M = (int)p->m, N = (int)p->n, K = (int)p->k, G_ = K / 128, NB = (N + 127) / 128;
   unsigned char *a = at_xmalloc((size_t)M * K), *b = at_xmalloc((size_t)N * K);
   float *as = at_xmalloc((size_t)M * G_ * 4), *bs = at_xmalloc((size_t)NB * G_ * 4);
-  CUX(at_cu->StreamSynchronize(G.stream));
+  CUX(at_cu->StreamSynchronize(CUR->g.stream));
   CUX(at_cu->MemcpyDtoH(a, p->a, (size_t)M * K));
   CUX(at_cu->MemcpyDtoH(as, p->as, (size_t)M * G_ * 4));
   CUX(at_cu->MemcpyDtoH(b, p->b, (size_t)N * K));
@@ -160,9 +171,9 @@ static void make_problem(problem *p, int64_t m, int64_t n, int64_t k, uint64_t s
   CUX(at_cu->MemAlloc(&p->bs, (size_t)NB * G_ * 4));
   unsigned long long sa = seed ^ 0x1111, sb = seed ^ 0x2222;
   void *ga[] = {&p->a, &p->as, &M, &K, &sa};
-  CUX(at_cu->LaunchKernel(f_gen_a, (unsigned)(((int64_t)M * G_ * 32 + 255) / 256), 1, 1, 256, 1, 1, 0, G.stream, ga, NULL));
+  CUX(at_cu->LaunchKernel(CUR->gen_a, (unsigned)(((int64_t)M * G_ * 32 + 255) / 256), 1, 1, 256, 1, 1, 0, CUR->g.stream, ga, NULL));
   void *gb[] = {&p->b, &p->bs, &N, &K, &sb};
-  CUX(at_cu->LaunchKernel(f_gen_b, (unsigned)(NB * G_), 1, 1, 256, 1, 1, 0, G.stream, gb, NULL));
+  CUX(at_cu->LaunchKernel(CUR->gen_b, (unsigned)(NB * G_), 1, 1, 256, 1, 1, 0, CUR->g.stream, gb, NULL));
   if (zero_blocks) plant_zero_blocks(p);
   CUdeviceptr af, bf, c;
   CUX(at_cu->MemAlloc(&af, (size_t)M * K * 4));
@@ -243,25 +254,27 @@ static int gemm(const problem *p, CUdeviceptr out, CUstream s, const char *what,
 
 typedef struct worker {
   int id;
+  device *dev; /* the GPU of its streams, buffers and problems */
   uint64_t rng;
   CUstream s[2];
   CUdeviceptr out[BUFS];
   unsigned short *host;
+  int calls, split, untuned; /* eager calls made: all, of split-K problems, on (N, K) no file tunes */
 } worker;
 
 static size_t max_out_elems(void) {
   size_t mx = 0;
-  for (int i = 0; i < NP; i++)
-    if ((size_t)(P[i].m * P[i].n) > mx) mx = (size_t)(P[i].m * P[i].n);
+  for (int i = 0; i < CUR->np; i++)
+    if ((size_t)(CUR->p[i].m * CUR->p[i].n) > mx) mx = (size_t)(CUR->p[i].m * CUR->p[i].n);
   return mx;
 }
 
 static const problem *pick(worker *w, int want_split) {
   for (int tries = 0; tries < 64; tries++) {
-    const problem *p = &P[next_rand(&w->rng) % (uint64_t)NP];
+    const problem *p = &CUR->p[next_rand(&w->rng) % (uint64_t)CUR->np];
     if (!want_split || p->split) return p;
   }
-  return &P[0];
+  return &CUR->p[0];
 }
 
 /* Bursts of one to three launches on one stream, then a check of each. */
@@ -280,9 +293,7 @@ static void eager_calls(worker *w) {
     CUX(at_cu->StreamSynchronize(s));
     for (int j = 0; j < burst; j++) {
       if (ok[j]) check_output(q[j], w->out[j], w->host, "eager", call + j);
-      pthread_mutex_lock(&report_mu);
-      calls_total++, calls_split += q[j]->split, calls_untuned += q[j]->n == 1536 || q[j]->n == 512;
-      pthread_mutex_unlock(&report_mu);
+      w->calls++, w->split += q[j]->split, w->untuned += q[j]->n == 1536 || q[j]->n == 512;
     }
     call += burst;
   }
@@ -363,7 +374,8 @@ static void graph_calls(worker *w) {
 
 static void *thread_main(void *arg) {
   worker *w = arg;
-  CUX(at_cu->CtxSetCurrent(G.ctx));
+  CUR = w->dev;
+  CUX(at_cu->CtxSetCurrent(CUR->g.ctx));
   eager_calls(w);
   graph_calls(w);
   return NULL;
@@ -429,9 +441,9 @@ static void write_split_configs(const char *dir) {
       SM90_ENTRY(128, 128, 2, 1, 1, 1, 1),  SM90_ENTRY(128, 160, 1, 1, 1, 1, 1), SM90_ENTRY(128, 128, 2, 0, 2, 1, 2),
       SM90_ENTRY(128, 128, 1, 1, 1, 1, 1)};
   write_configs(dir, 2048, 2048, MMA);
-  if (G.info.cc == 90) write_configs(dir, 2560, 4096, SM90);
+  if (CUR->g.info.cc == 90) write_configs(dir, 2560, 4096, SM90);
   static const char *const QUAD[7] = {QUAD_ENTRY, QUAD_ENTRY, QUAD_ENTRY, QUAD_ENTRY, QUAD_ENTRY, QUAD_ENTRY, QUAD_ENTRY};
-  if (G.info.cc == 90) write_configs(dir, 3072, 4096, QUAD);
+  if (CUR->g.info.cc == 90) write_configs(dir, 3072, 4096, QUAD);
 }
 
 static void copy_configs(const char *from, const char *to) {
@@ -445,8 +457,8 @@ static void copy_configs(const char *from, const char *to) {
 
 static void global_capture(void) {
   const problem *p = NULL;
-  for (int i = 0; i < NP && !p; i++)
-    if (P[i].split) p = &P[i];
+  for (int i = 0; i < CUR->np && !p; i++)
+    if (CUR->p[i].split) p = &CUR->p[i];
   if (!p) return fail("no split-K problem in the pool");
   CUstream warm, fresh;
   CUdeviceptr out;
@@ -481,7 +493,7 @@ typedef struct quad_capture {
 
 static void *capture_and_replay(void *arg) {
   quad_capture *q = arg;
-  CUX(at_cu->CtxSetCurrent(G.ctx));
+  CUX(at_cu->CtxSetCurrent(CUR->g.ctx));
   CUstream s;
   CUX(at_cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING));
   CUgraphExec exec = capture(q->p, q->out, s, CU_STREAM_CAPTURE_MODE_GLOBAL, q->what, &q->grid);
@@ -503,7 +515,7 @@ static void *capture_and_replay(void *arg) {
  * loading a module during a capture is a separate matter. Clusters of four, of which the H100
  * holds 30 where sm_count / 4 is 33, so that the count changes the grid there. */
 static void occupancy_in_capture(void) {
-  if (G.info.cc != 90) return;
+  if (CUR->g.info.cc != 90) return;
   problem p;
   make_problem(&p, 512, 3072, 4096, SEED + 4242, 0);
   at_selection sel;
@@ -523,8 +535,8 @@ static void occupancy_in_capture(void) {
   pthread_create(&t, NULL, capture_and_replay, &first);
   pthread_join(t, NULL);
   fprintf(stderr, "stress: clusters of four: captured grids %u (count known) and %u (first launch in capture), %d SMs\n",
-          known.grid, first.grid, G.info.sm_count);
-  CHECK(known.grid > 0 && known.grid % 4 == 0 && known.grid <= (unsigned)G.info.sm_count);
+          known.grid, first.grid, CUR->g.info.sm_count);
+  CHECK(known.grid > 0 && known.grid % 4 == 0 && known.grid <= (unsigned)CUR->g.info.sm_count);
   CHECK_EQ_INT(first.grid, known.grid);
   at_cu->MemFree(out), free(host);
   free_problem(&p);
@@ -580,7 +592,7 @@ static void tail_plan_of(int64_t m, int64_t n, int64_t k, at_a8w8_tail *t) {
     const char *names[AT_MAX_PARAMS];
     at_params prm = at_config_params(&c, names);
     at_shape shape = {m, n, k};
-    at_a8w8_tail_plan("sm90", &prm, &shape, G.info.sm_count, at_source_name_untuned(sel.source), t);
+    at_a8w8_tail_plan("sm90", &prm, &shape, CUR->g.info.sm_count, at_source_name_untuned(sel.source), t);
   }
 }
 
@@ -599,7 +611,7 @@ static void tail_calls(void) {
   int64_t S[MAX_S][3];
   at_a8w8_tail T[MAX_S]; /* each shape's plan */
   int NS = 0, waves = 0, wholes = 0, columns = 0, rows = 0;
-  const int on = at_tail_env() == 1 && G.info.cc == 90;
+  const int on = at_tail_env() == 1 && CUR->g.info.cc == 90;
   for (int i = 0; on && i < NC && NS < MAX_S; i++) {
     at_a8w8_tail t;
     tail_plan_of(C[i][0], C[i][1], C[i][2], &t);
@@ -664,6 +676,105 @@ static void tail_calls(void) {
   if (on) CHECK(waves >= 3 && wholes >= 1 && columns >= 1 && rows >= 1);
 }
 
+/* GPU `ordinal` as d, its context made current in this thread: the support kernels loaded and a
+ * cuBLAS handle made (cuBLAS loaded first if need be). 0 when the GPU cannot be opened (at_errmsg
+ * says why). */
+static int device_open(int ordinal, device *d) {
+  if (at_gpu_open(ordinal, &d->g) != AT_OK) return 0;
+  CUX(at_cu->CtxSetCurrent(d->g.ctx));
+  CUmodule mod;
+  if ((!BLAS && at_blas_load(&BLAS)) || at_gpu_support_module(&d->g, "gemm_a8w8_blockscale_support.cu", &mod)) {
+    fail("setup of GPU %d: %s", ordinal, at_errmsg());
+    exit(1);
+  }
+  CUX(at_cu->ModuleGetFunction(&d->gen_a, mod, "at_gen_activations"));
+  CUX(at_cu->ModuleGetFunction(&d->gen_b, mod, "at_gen_weights"));
+  CUX(at_cu->ModuleGetFunction(&d->dequant, mod, "at_dequantize"));
+  if (BLAS->Create(&d->blas) != CUBLAS_STATUS_SUCCESS || BLAS->SetMathMode(d->blas, CUBLAS_PEDANTIC_MATH) != CUBLAS_STATUS_SUCCESS) {
+    fail("cuBLAS handle on GPU %d", ordinal);
+    exit(1);
+  }
+  return 1;
+}
+
+/* CUR's pool: tuned (N, K), untuned ones, and the split-everywhere file; at most three M >= 2048. */
+static void make_pool(uint64_t rng) {
+  static const int64_t NK[][2] = {{1024, 1024}, {4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072},
+                                  {2048, 2048}, {1536, 1536}, {2048, 2048}, {512, 4096}, {2560, 4096}};
+  static const int64_t MS[] = {1, 5, 16, 32, 48, 64, 100, 128, 200, 256, 384, 512, 1000, 2048, 4096};
+  /* The problems that reproduce the reported failure come first: 256x1024x2048, 64x1024x3072,
+   * 256x1024x3072 in that order on one stream; then one with many tiles, two (N, K) that no file
+   * tunes, so that every sequence has some, and the swapped buckets of the sm90 split file. */
+  static const int64_t FIXED[][3] = {{256, 1024, 2048}, {64, 1024, 3072}, {256, 1024, 3072}, {4096, 2048, 2048},
+                                     {100, 1536, 1536}, {7, 512, 4096},   {64, 2048, 2048},  {128, 2048, 2048},
+                                     {5, 2560, 4096},   {32, 2560, 4096}};
+  for (size_t i = 0; i < sizeof FIXED / sizeof FIXED[0]; i++, CUR->np++)
+    make_problem(&CUR->p[CUR->np], FIXED[i][0], FIXED[i][1], FIXED[i][2], next_rand(&rng), 0);
+  int big = 1;
+  while (CUR->np < MAX_PROBLEMS) {
+    int64_t m = MS[next_rand(&rng) % (sizeof MS / sizeof MS[0])];
+    const int64_t *nk = NK[next_rand(&rng) % (sizeof NK / sizeof NK[0])];
+    if (nk[0] == 2560 && CUR->g.info.cc != 90) continue; /* the sm90 file is written for sm_90 GPUs only */
+    if (m >= 2048 && big >= 3) continue;
+    big += m >= 2048;
+    make_problem(&CUR->p[CUR->np++], m, nk[0], nk[1], next_rand(&rng), 0);
+  }
+}
+
+/* n workers (id, dev and rng set) given streams and output buffers on their GPUs, run in a thread
+ * each at once (eager calls, then graphs), joined and their resources freed. */
+static void run_workers(worker *w, int n) {
+  device *const self = CUR;
+  pthread_t t[THREADS];
+  for (int i = 0; i < n; i++) {
+    CUR = w[i].dev;
+    CUX(at_cu->CtxSetCurrent(CUR->g.ctx));
+    size_t mx = max_out_elems();
+    CUX(at_cu->StreamCreate(&w[i].s[0], CU_STREAM_NON_BLOCKING));
+    CUX(at_cu->StreamCreate(&w[i].s[1], CU_STREAM_NON_BLOCKING));
+    for (int j = 0; j < BUFS; j++) CUX(at_cu->MemAlloc(&w[i].out[j], mx * 2));
+    w[i].host = at_xmalloc(mx * 2);
+  }
+  for (int i = 0; i < n; i++) pthread_create(&t[i], NULL, thread_main, &w[i]);
+  for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < n; i++) {
+    CUX(at_cu->CtxSetCurrent(w[i].dev->g.ctx));
+    for (int j = 0; j < BUFS; j++) at_cu->MemFree(w[i].out[j]);
+    at_cu->StreamDestroy(w[i].s[0]), at_cu->StreamDestroy(w[i].s[1]);
+    free(w[i].host);
+  }
+  CUR = self;
+  CUX(at_cu->CtxSetCurrent(CUR->g.ctx));
+}
+
+/* One runtime, two GPUs at once (skipped, and said, with one): a pool of the same kinds on GPU 1,
+ * then THREADS threads, every other one on GPU 1, making their eager calls and graphs at the same
+ * time. The library keeps entries, kernels, tensor maps, workspaces and capture counters per
+ * context: each launch must find those of its own GPU, made there on its first launch while the
+ * other GPU's threads launch the same (N, K). */
+static void two_devices(void) {
+  if (!device_open(1, &D[1])) {
+    fprintf(stderr, "stress: no second GPU (%s): the two-GPU phase skipped\n", at_errmsg());
+    CUX(at_cu->CtxSetCurrent(D[0].g.ctx));
+    return;
+  }
+  CUR = &D[1];
+  make_pool(SEED ^ 0x2d2d2d2dull);
+  CUR = &D[0];
+  CUX(at_cu->CtxSetCurrent(D[0].g.ctx));
+  worker w[THREADS];
+  for (int i = 0; i < THREADS; i++) w[i] = (worker){.id = i, .dev = &D[i % 2], .rng = SEED * 104729 + (uint64_t)i};
+  run_workers(w, THREADS);
+  int calls[2] = {0, 0}, split[2] = {0, 0};
+  for (int i = 0; i < THREADS; i++) calls[i % 2] += w[i].calls, split[i % 2] += w[i].split;
+  fprintf(stderr, "stress: two GPUs at once, one runtime: %d and %d eager calls (%d and %d split-K), %d graphs each\n",
+          calls[0], calls[1], split[0], split[1], THREADS);
+  for (int d = 0; d < 2; d++) CHECK(calls[d] >= 100 && split[d] >= calls[d] / 5);
+  CUX(at_cu->CtxSetCurrent(D[1].g.ctx));
+  for (int i = 0; i < D[1].np; i++) free_problem(&D[1].p[i]);
+  CUX(at_cu->CtxSetCurrent(D[0].g.ctx));
+}
+
 int main(int argc, char **argv) {
   /* argv[1]: the runtime's launch mode, "off" or "on" (AT_PDL_*); default the library's. */
   static const char *const PDL[] = {"default", "off", "on"};
@@ -674,23 +785,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: test_stress [off|on]\n");
     return 2;
   }
-  if (at_gpu_open(0, &G) != AT_OK) check_skip(at_errmsg());
+  if (!device_open(0, &D[0])) check_skip(at_errmsg());
   const char *env_seed = getenv("AT_STRESS_SEED");
   SEED = env_seed && *env_seed ? strtoull(env_seed, NULL, 10) : (unsigned long long)time(NULL);
   fprintf(stderr, "stress: seed %llu (AT_STRESS_SEED=%llu reruns this sequence), pdl %s\n", SEED, SEED, PDL[pdl]);
-
-  CUmodule mod;
-  if (at_gpu_support_module(&G, "gemm_a8w8_blockscale_support.cu", &mod) || at_blas_load(&BLAS)) {
-    fail("setup: %s", at_errmsg());
-    return 1;
-  }
-  CUX(at_cu->ModuleGetFunction(&f_gen_a, mod, "at_gen_activations"));
-  CUX(at_cu->ModuleGetFunction(&f_gen_b, mod, "at_gen_weights"));
-  CUX(at_cu->ModuleGetFunction(&f_dequant, mod, "at_dequantize"));
-  if (BLAS->Create(&H) != CUBLAS_STATUS_SUCCESS || BLAS->SetMathMode(H, CUBLAS_PEDANTIC_MATH) != CUBLAS_STATUS_SUCCESS) {
-    fail("cuBLAS handle");
-    return 1;
-  }
 
   char *dir = at_path_join(getenv("AT_TEST_TMP") ? getenv("AT_TEST_TMP") : "/tmp", "stress-configs");
   char *src = at_path_join(getenv("AT_TEST_SOURCE_ROOT") ? getenv("AT_TEST_SOURCE_ROOT") : ".", "configs");
@@ -704,30 +802,7 @@ int main(int argc, char **argv) {
     fail("at_runtime_open: %s", at_runtime_last_error());
     return 1;
   }
-
-  /* The pool: tuned (N, K), untuned ones, and the split-everywhere file; at most three M >= 2048. */
-  static const int64_t NK[][2] = {{1024, 1024}, {4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072},
-                                  {2048, 2048}, {1536, 1536}, {2048, 2048}, {512, 4096}, {2560, 4096}};
-  static const int64_t MS[] = {1, 5, 16, 32, 48, 64, 100, 128, 200, 256, 384, 512, 1000, 2048, 4096};
-  uint64_t rng = SEED;
-  int big = 0;
-  /* The problems that reproduce the reported failure come first: 256x1024x2048, 64x1024x3072,
-   * 256x1024x3072 in that order on one stream; then one with many tiles, two (N, K) that no file
-   * tunes, so that every sequence has some, and the swapped buckets of the sm90 split file. */
-  static const int64_t FIXED[][3] = {{256, 1024, 2048}, {64, 1024, 3072}, {256, 1024, 3072}, {4096, 2048, 2048},
-                                     {100, 1536, 1536}, {7, 512, 4096},   {64, 2048, 2048},  {128, 2048, 2048},
-                                     {5, 2560, 4096},   {32, 2560, 4096}};
-  for (size_t i = 0; i < sizeof FIXED / sizeof FIXED[0]; i++, NP++)
-    make_problem(&P[NP], FIXED[i][0], FIXED[i][1], FIXED[i][2], next_rand(&rng), 0);
-  big = 1;
-  while (NP < MAX_PROBLEMS) {
-    int64_t m = MS[next_rand(&rng) % (sizeof MS / sizeof MS[0])];
-    const int64_t *nk = NK[next_rand(&rng) % (sizeof NK / sizeof NK[0])];
-    if (nk[0] == 2560 && G.info.cc != 90) continue; /* the sm90 file is written for sm_90 GPUs only */
-    if (m >= 2048 && big >= 3) continue;
-    big += m >= 2048;
-    make_problem(&P[NP++], m, nk[0], nk[1], next_rand(&rng), 0);
-  }
+  make_pool(SEED);
 
   /* The reported sequence, on the default stream, in order. */
   {
@@ -735,9 +810,9 @@ int main(int argc, char **argv) {
     unsigned short *host = at_xmalloc(4096 * 2048 * 2);
     CUX(at_cu->MemAlloc(&out, 4096 * 2048 * 2));
     for (int i = 0; i < 4; i++) {
-      if (gemm(&P[i], out, NULL, "reported sequence", i) == AT_STATUS_OK) {
+      if (gemm(&CUR->p[i], out, NULL, "reported sequence", i) == AT_STATUS_OK) {
         CUX(at_cu->StreamSynchronize(NULL));
-        check_output(&P[i], out, host, "reported sequence", i);
+        check_output(&CUR->p[i], out, host, "reported sequence", i);
       }
     }
     /* Two buckets of one mma instantiation that differ in SPLIT_K (a launch parameter): each must
@@ -748,44 +823,33 @@ int main(int argc, char **argv) {
           strcmp(s64.kernel, s128.kernel) == 0 && strstr(s64.params, "\"SPLIT_K\":2,") &&
           strstr(s128.params, "\"SPLIT_K\":4,"));
     for (int i = 6; i < 8; i++)
-      if (gemm(&P[i], out, NULL, "one instantiation, two splits", i) == AT_STATUS_OK) {
+      if (gemm(&CUR->p[i], out, NULL, "one instantiation, two splits", i) == AT_STATUS_OK) {
         CUX(at_cu->StreamSynchronize(NULL));
-        check_output(&P[i], out, host, "one instantiation, two splits", i);
+        check_output(&CUR->p[i], out, host, "one instantiation, two splits", i);
       }
     at_cu->MemFree(out);
     free(host);
   }
 
   worker w[THREADS];
-  pthread_t t[THREADS];
-  size_t mx = max_out_elems();
-  for (int i = 0; i < THREADS; i++) {
-    w[i] = (worker){i, SEED * 7919 + (uint64_t)i, {0, 0}, {0}, NULL};
-    CUX(at_cu->StreamCreate(&w[i].s[0], CU_STREAM_NON_BLOCKING));
-    CUX(at_cu->StreamCreate(&w[i].s[1], CU_STREAM_NON_BLOCKING));
-    for (int j = 0; j < BUFS; j++) CUX(at_cu->MemAlloc(&w[i].out[j], mx * 2));
-    w[i].host = at_xmalloc(mx * 2);
-  }
-  for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, thread_main, &w[i]);
-  for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < THREADS; i++) w[i] = (worker){.id = i, .dev = &D[0], .rng = SEED * 7919 + (uint64_t)i};
+  run_workers(w, THREADS);
+  int calls = 0, split = 0, untuned = 0;
+  for (int i = 0; i < THREADS; i++) calls += w[i].calls, split += w[i].split, untuned += w[i].untuned;
   global_capture();
   occupancy_in_capture();
   zero_scale_blocks();
   tail_calls();
+  two_devices();
 
   fprintf(stderr, "stress: %d eager calls (%d split-K, %d on untuned (N, K)) in %d threads, %d graphs, %d problems\n",
-          calls_total, calls_split, calls_untuned, THREADS, 2 * THREADS + 1, NP);
+          calls, split, untuned, THREADS, 2 * THREADS + 1, CUR->np);
   /* The test must have tested what it is for. */
-  CHECK(calls_total >= 200);
-  CHECK(calls_split >= calls_total / 5);
-  CHECK(calls_untuned > 0);
-  for (int i = 0; i < THREADS; i++) {
-    for (int j = 0; j < BUFS; j++) at_cu->MemFree(w[i].out[j]);
-    at_cu->StreamDestroy(w[i].s[0]), at_cu->StreamDestroy(w[i].s[1]);
-    free(w[i].host);
-  }
+  CHECK(calls >= 200);
+  CHECK(split >= calls / 5);
+  CHECK(untuned > 0);
   at_runtime_close(RT);
-  for (int i = 0; i < NP; i++) free_problem(&P[i]);
+  for (int i = 0; i < CUR->np; i++) free_problem(&CUR->p[i]);
   free(dir), free(src);
   return check_summary();
 }
