@@ -1,12 +1,12 @@
 /* test_stress.c: the runtime library used the way a serving process uses it (GPU suite; exits 77
  * where there is no GPU). One process, one at_runtime:
- *   - THREADS threads, each with its own streams, make CALLS calls in bursts of one to three
- *     launches without a sync in between, on shapes drawn at random from a pool (M from 1 to 4096;
- *     the shipped (N, K), which the committed configs tune, two that no file tunes, and two whose
- *     test-made config files split K in most buckets, one with each template family (the sm90 file
- *     with the operands swapped, SWAP_AB, up to M = 32; the mma file
- *     leaves GROUP_M and SPLIT_K to the launch: buckets that share an instantiation each launch
- *     with their own SPLIT_K, checked on M = 64 and 128 one after the other);
+ *   - THREADS threads, each with its own streams and its per-thread default stream, make CALLS
+ *     calls in bursts of one to three launches without a sync in between, on shapes drawn at
+ *     random from a pool (M from 1 to 4096; the shipped (N, K), which the committed configs tune,
+ *     two that no file tunes, and two whose test-made config files split K in most buckets, one
+ *     with each template family (the sm90 file with the operands swapped, SWAP_AB, up to M = 32;
+ *     the mma file leaves GROUP_M and SPLIT_K to the launch: buckets that share an instantiation
+ *     each launch with their own SPLIT_K, checked on M = 64 and 128 one after the other);
  *   - each thread then captures two launches in CUDA graphs on a stream the library has never
  *     seen, replays both graphs at once on two other streams, launches eagerly on one of them,
  *     and replays again;
@@ -260,6 +260,7 @@ typedef struct worker {
   CUdeviceptr out[BUFS];
   unsigned short *host;
   int calls, split, untuned; /* eager calls made: all, of split-K problems, on (N, K) no file tunes */
+  int own_calls, own_split;  /* those made on the thread's own default stream (CU_STREAM_PER_THREAD) */
 } worker;
 
 static size_t max_out_elems(void) {
@@ -277,10 +278,13 @@ static const problem *pick(worker *w, int want_split) {
   return &CUR->p[0];
 }
 
-/* Bursts of one to three launches on one stream, then a check of each. */
+/* Bursts of one to three launches on one stream, then a check of each. The stream: one of the
+ * thread's two, or its per-thread default stream (CU_STREAM_PER_THREAD: one handle in every thread,
+ * a different stream in each, which must not share a split-K workspace). */
 static void eager_calls(worker *w) {
   for (int call = 0; call < CALLS;) {
-    CUstream s = w->s[next_rand(&w->rng) & 1];
+    const int which = (int)(next_rand(&w->rng) % 3);
+    CUstream s = which < 2 ? w->s[which] : CU_STREAM_PER_THREAD;
     int burst = 1 + (int)(next_rand(&w->rng) % BUFS);
     const problem *q[BUFS];
     int ok[BUFS];
@@ -294,6 +298,7 @@ static void eager_calls(worker *w) {
     for (int j = 0; j < burst; j++) {
       if (ok[j]) check_output(q[j], w->out[j], w->host, "eager", call + j);
       w->calls++, w->split += q[j]->split, w->untuned += q[j]->n == 1536 || q[j]->n == 512;
+      if (which == 2) w->own_calls++, w->own_split += q[j]->split;
     }
     call += burst;
   }
@@ -834,20 +839,24 @@ int main(int argc, char **argv) {
   worker w[THREADS];
   for (int i = 0; i < THREADS; i++) w[i] = (worker){.id = i, .dev = &D[0], .rng = SEED * 7919 + (uint64_t)i};
   run_workers(w, THREADS);
-  int calls = 0, split = 0, untuned = 0;
-  for (int i = 0; i < THREADS; i++) calls += w[i].calls, split += w[i].split, untuned += w[i].untuned;
+  int calls = 0, split = 0, untuned = 0, own = 0, own_split = 0;
+  for (int i = 0; i < THREADS; i++)
+    calls += w[i].calls, split += w[i].split, untuned += w[i].untuned, own += w[i].own_calls, own_split += w[i].own_split;
   global_capture();
   occupancy_in_capture();
   zero_scale_blocks();
   tail_calls();
   two_devices();
 
-  fprintf(stderr, "stress: %d eager calls (%d split-K, %d on untuned (N, K)) in %d threads, %d graphs, %d problems\n",
-          calls, split, untuned, THREADS, 2 * THREADS + 1, CUR->np);
+  fprintf(stderr,
+          "stress: %d eager calls (%d split-K, %d on untuned (N, K); %d on per-thread default streams, %d of them "
+          "split-K) in %d threads, %d graphs, %d problems\n",
+          calls, split, untuned, own, own_split, THREADS, 2 * THREADS + 1, CUR->np);
   /* The test must have tested what it is for. */
   CHECK(calls >= 200);
   CHECK(split >= calls / 5);
   CHECK(untuned > 0);
+  CHECK(own >= calls / 6 && own_split > 0);
   at_runtime_close(RT);
   for (int i = 0; i < CUR->np; i++) free_problem(&CUR->p[i]);
   free(dir), free(src);
