@@ -18,6 +18,9 @@
  *     (sm90 RESCALE, whose units skip zero scales);
  *   - shapes the runtime splits into a main launch and a tail (docs/runtime.md), back to back on
  *     one stream and captured in a graph;
+ *   - a second runtime answering from a tuning DB (made by the autotune binary, argv[2]) that is
+ *     rewritten three times while two threads call it, each time so that another config wins: the
+ *     runtime must switch within five seconds;
  *   - finally, with a second GPU (said and skipped without one), a pool of the same kinds on GPU 1
  *     and the threads' eager calls and graphs again, half of the threads on each GPU at once, all
  *     through the one at_runtime (a serving process that drives several GPUs).
@@ -33,16 +36,21 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../../engine/runtime/autotune.h"
 #include "../unit/check.h"
+#include "../unit/dbq.h"
+#include "../unit/proc.h"
 #include "../unit/tail_shapes.h"
 #include "core/config.h"
 #include "core/lookup.h"
+#include "core/store.h"
 #include "core/util.h"
 #include "ops/gemm_a8w8_blockscale_tail.h"
 #include "gpu/blas.h"
@@ -681,6 +689,147 @@ static void tail_calls(void) {
   if (on) CHECK(waves >= 3 && wholes >= 1 && columns >= 1 && rows >= 1);
 }
 
+/* ---- a tuner rewriting the DB under the process ------------------------------------------------ */
+
+/* Problems of the DB phase, and the flag that ends its threads' calls. */
+enum { RELOAD_PROBLEMS = 3 };
+static problem RELOAD[RELOAD_PROBLEMS];
+static _Atomic int reload_stop;
+
+/* Calls on the DB phase's problems until reload_stop, each poisoned and checked: bursts of one to
+ * three on one of the thread's streams, as eager_calls makes them. */
+static void *reload_thread(void *arg) {
+  worker *w = arg;
+  CUR = w->dev;
+  CUX(at_cu->CtxSetCurrent(CUR->g.ctx));
+  while (!atomic_load(&reload_stop)) {
+    CUstream s = w->s[next_rand(&w->rng) & 1];
+    int burst = 1 + (int)(next_rand(&w->rng) % BUFS), ok[BUFS];
+    const problem *q[BUFS];
+    for (int j = 0; j < burst; j++) {
+      q[j] = &RELOAD[next_rand(&w->rng) % RELOAD_PROBLEMS];
+      ok[j] = gemm(q[j], w->out[j], s, "DB rewritten", w->calls + j) == AT_STATUS_OK;
+    }
+    CUX(at_cu->StreamSynchronize(s));
+    for (int j = 0; j < burst; j++)
+      if (ok[j]) check_output(q[j], w->out[j], w->host, "DB rewritten", w->calls + j);
+    w->calls += burst;
+  }
+  return NULL;
+}
+
+/* The runtime reads a tuning DB that a tuner rewrites while it serves (docs/runtime.md: a watcher
+ * notices within a second or so and publishes a new table): `exe` tunes four sm90 candidates of
+ * (N, K) = (3072, 2048), which no file tunes, into a fresh DB; a second runtime answers from it
+ * while two threads call it without pause; three times the DB is then rewritten so that another
+ * candidate wins every M (as a later tuning run's results would), and the runtime must switch to it
+ * within five seconds, every output checked throughout. sm_90 GPUs only (said and skipped
+ * elsewhere, or without the autotune binary). */
+static void db_rewritten(const char *exe) {
+  if (!exe || CUR->g.info.cc != 90) {
+    fprintf(stderr, "stress: the DB phase skipped (%s)\n", exe ? "not an sm_90 GPU" : "no autotune binary given");
+    return;
+  }
+  const char *tmp = getenv("AT_TEST_TMP") ? getenv("AT_TEST_TMP") : "/tmp";
+  char *space = at_xasprintf("%s/stress-reload-%d.yaml", tmp, (int)getpid());
+  char *db = at_xasprintf("%s/stress-reload-%d.db", tmp, (int)getpid()), *out = at_xasprintf("%s.txt", db);
+  char *yaml = at_xasprintf(
+      "op: gemm_a8w8_blockscale\ntag: A8W8_BLOCKSCALE\nvariants:\n  - name: sm90\n    family: sm90\n"
+      "    template: %s/templates/gemm_a8w8_blockscale_sm90.cuh\n"
+      "    entry: \"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, 0, UNSPLIT, PINGPONG, CLUSTER_M, CLUSTER_N, "
+      "KPIPE, RESCALE, STORE, CLUSTER_K>\"\n"
+      "    params: {BLOCK_M: 128, BLOCK_N: [64, 128], STAGES: 4, GROUP_M: 1, SPLIT_K: [1, 2], UNSPLIT: [0, 1], "
+      "PINGPONG: 0, CLUSTER_M: 1, CLUSTER_N: 1, KPIPE: 2, RESCALE: 0, STORE: 0, CLUSTER_K: 1}\n"
+      "    constraints: {unsplit: \"(UNSPLIT == 1) == (SPLIT_K == 1)\"}\n"
+      "shapes:\n  - {N: 3072, K: 2048, M: [64, 512]}\ntiming: {samples: 10}\n",
+      getenv("AT_TEST_SOURCE_ROOT") ? getenv("AT_TEST_SOURCE_ROOT") : ".");
+  at_write_file_atomic(space, yaml, strlen(yaml));
+  unlink(db);
+  char *argv[] = {(char *)exe, "--db", db, "--no-judge", "--no-baselines", space, NULL};
+  const int rc = proc_run(argv, out, 900);
+  CHECK_EQ_INT(rc, 0);
+  const int64_t ncand = dbq(db, "SELECT count(*) FROM candidates WHERE status = 'ok'");
+  CHECK_EQ_INT(ncand, 4);
+  CHECK_EQ_INT(dbq(db, "SELECT count(*) FROM results WHERE status = 'ok'"), 8);
+  if (rc != 0 || ncand != 4) {
+    char *text = slurp(out);
+    fprintf(stderr, "---- autotune (exit %d)\n%s----\n", rc, text);
+    free(text), free(space), free(db), free(out), free(yaml);
+    return;
+  }
+
+  at_runtime_options o = {0};
+  o.db_path = db;
+  o.tag = "A8W8_BLOCKSCALE";
+  at_runtime *served;
+  if (at_runtime_open(&o, &served) != AT_STATUS_OK) {
+    fail("at_runtime_open with the DB: %s", at_runtime_last_error());
+    return;
+  }
+  at_runtime *const main_rt = RT;
+  RT = served; /* gemm() and make_problem() call RT */
+  static const int64_t MS[RELOAD_PROBLEMS] = {64, 512, 300};
+  for (int i = 0; i < RELOAD_PROBLEMS; i++) make_problem(&RELOAD[i], MS[i], 3072, 2048, SEED + 313 * (uint64_t)i, 0);
+  worker w[2];
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) {
+    w[i] = (worker){.id = i, .dev = CUR, .rng = SEED * 31 + (uint64_t)i};
+    CUX(at_cu->StreamCreate(&w[i].s[0], CU_STREAM_NON_BLOCKING));
+    CUX(at_cu->StreamCreate(&w[i].s[1], CU_STREAM_NON_BLOCKING));
+    for (int j = 0; j < BUFS; j++) CUX(at_cu->MemAlloc(&w[i].out[j], 512 * 3072 * 2));
+    w[i].host = at_xmalloc(512 * 3072 * 2);
+  }
+  atomic_store(&reload_stop, 0);
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, reload_thread, &w[i]);
+
+  int switched = 0;
+  for (int round = 1; round <= 3; round++) {
+    usleep(300000);
+    /* The candidate that wins next: each in turn, by id. */
+    const int64_t win = dbq(db, "SELECT id FROM candidates WHERE status = 'ok' ORDER BY id LIMIT 1 OFFSET %d", round % 4);
+    const int64_t bn = dbq(db, "SELECT json_extract(params, '$.BLOCK_N') FROM candidates WHERE id = %lld", (long long)win);
+    const int64_t sk = dbq(db, "SELECT json_extract(params, '$.SPLIT_K') FROM candidates WHERE id = %lld", (long long)win);
+    at_store *st;
+    CHECK_EQ_INT(at_store_open(db, &st), AT_OK);
+    char *sql = at_xasprintf("UPDATE results SET time_us = CASE WHEN candidate_id = %lld THEN 1 ELSE 1000 END, "
+                             "retime_us = CASE WHEN candidate_id = %lld THEN 1 ELSE 1000 END WHERE status = 'ok';"
+                             "UPDATE winners SET candidate_id = %lld, time_us = 1;",
+                             (long long)win, (long long)win, (long long)win);
+    CHECK_EQ_INT(at_store_exec(st, sql), AT_OK);
+    at_store_close(st);
+    free(sql);
+    char want_bn[32], want_sk[32];
+    snprintf(want_bn, sizeof want_bn, "\"BLOCK_N\":%lld", (long long)bn);
+    snprintf(want_sk, sizeof want_sk, "\"SPLIT_K\":%lld", (long long)sk);
+    int now = 0;
+    for (int i = 0; i < 50 && !now; i++) {
+      at_selection sel;
+      usleep(100000);
+      now = 1;
+      for (int m = 0; m < RELOAD_PROBLEMS; m++)
+        now &= at_runtime_select(served, "gemm_a8w8_blockscale", MS[m], 3072, 2048, NULL, &sel) == AT_STATUS_OK &&
+               strcmp(sel.source, "db") == 0 && strstr(sel.params, want_bn) && strstr(sel.params, want_sk);
+    }
+    if (!now) fail("DB rewritten (round %d): the runtime did not switch to %s, %s within 5 s", round, want_bn, want_sk);
+    switched += now;
+    usleep(300000); /* calls on the new answer */
+  }
+  atomic_store(&reload_stop, 1);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  fprintf(stderr, "stress: a DB rewritten under the runtime: %d of 3 switches seen, %d and %d calls meanwhile\n",
+          switched, w[0].calls, w[1].calls);
+  CHECK(w[0].calls >= 30 && w[1].calls >= 30);
+  for (int i = 0; i < 2; i++) {
+    for (int j = 0; j < BUFS; j++) at_cu->MemFree(w[i].out[j]);
+    at_cu->StreamDestroy(w[i].s[0]), at_cu->StreamDestroy(w[i].s[1]);
+    free(w[i].host);
+  }
+  for (int i = 0; i < RELOAD_PROBLEMS; i++) free_problem(&RELOAD[i]);
+  RT = main_rt;
+  at_runtime_close(served);
+  free(space), free(db), free(out), free(yaml);
+}
+
 /* GPU `ordinal` as d, its context made current in this thread: the support kernels loaded and a
  * cuBLAS handle made (cuBLAS loaded first if need be). 0 when the GPU cannot be opened (at_errmsg
  * says why). */
@@ -781,13 +930,14 @@ static void two_devices(void) {
 }
 
 int main(int argc, char **argv) {
-  /* argv[1]: the runtime's launch mode, "off" or "on" (AT_PDL_*); default the library's. */
+  /* argv[1]: the runtime's launch mode, "off" or "on" (AT_PDL_*); default the library's. argv[2]:
+   * the autotune binary, for the DB phase (skipped without it). */
   static const char *const PDL[] = {"default", "off", "on"};
   int pdl = AT_PDL_DEFAULT;
   for (int i = 0; argc > 1 && i < 3; i++)
     if (strcmp(argv[1], PDL[i]) == 0) pdl = i;
   if (argc > 1 && strcmp(argv[1], PDL[pdl]) != 0) {
-    fprintf(stderr, "usage: test_stress [off|on]\n");
+    fprintf(stderr, "usage: test_stress [off|on [AUTOTUNE]]\n");
     return 2;
   }
   if (!device_open(0, &D[0])) check_skip(at_errmsg());
@@ -846,6 +996,7 @@ int main(int argc, char **argv) {
   occupancy_in_capture();
   zero_scale_blocks();
   tail_calls();
+  db_rewritten(argc > 2 ? argv[2] : NULL);
   two_devices();
 
   fprintf(stderr,
