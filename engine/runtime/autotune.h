@@ -92,6 +92,14 @@ typedef struct at_selection {
 AT_API int at_runtime_select(at_runtime *rt, const char *op, int64_t m, int64_t n, int64_t k, const char *device,
                              at_selection *out);
 
+/* Makes ready, on the current CUDA context, every kernel that calls of `op` on (N, K) with M from 1
+ * to m_max (at most 2^20) would launch, tails included: the lookup done, each kernel compiled with
+ * NVRTC or taken from the compile cache, and loaded. Calls at those M then never wait for a
+ * compile: what a server does at start-up, before its first request or graph capture. *kernels (may be NULL): the kernels now ready for them. AT_STATUS_ERROR when a
+ * config's kernel cannot be made (the message names it; its calls fail the same way), after the
+ * others are; a tail that cannot be made is left out (its calls run their config alone). */
+AT_API int at_runtime_prepare(at_runtime *rt, const char *op, int64_t n, int64_t k, int64_t m_max, int *kernels);
+
 /* C = (A * As)(B * Bs)^T on the current CUDA context, on `stream` (a CUstream or cudaStream_t; NULL
  * for the default stream). A: M x K e4m3 row-major; As: M x K/128 fp32 row-major; B: N x K e4m3
  * row-major; Bs: ceil(N/128) x K/128 fp32 row-major; C: M x N bf16 row-major. M >= 1, N a multiple

@@ -651,6 +651,23 @@ static rt_kernel *tail_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, rt
   return k;
 }
 
+/* The kernel of entry `entry` (a bucket or M_LEQ entry of e's config set, config cfg) on ctx: its
+ * slot's, loaded on first use. A kernel that failed is returned too: its error says why. */
+static rt_kernel *entry_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, rt_entry *e, int entry,
+                               const at_config *cfg) {
+  _Atomic(rt_kernel *) *slot = &e->kernel[e->slot[entry]];
+  rt_kernel *kern = atomic_load_explicit(slot, memory_order_acquire);
+  if (kern) return kern;
+  pthread_mutex_lock(&rt->mu);
+  kern = atomic_load_explicit(slot, memory_order_relaxed);
+  if (!kern) {
+    kern = load_kernel(rt, op, ctx, cfg, e->kernel_name[entry]);
+    atomic_store_explicit(slot, kern, memory_order_release);
+  }
+  pthread_mutex_unlock(&rt->mu);
+  return kern;
+}
+
 /* A tail that cannot launch leaves its calls to the main config alone: said once on stderr. */
 static void tail_warn(at_runtime *rt, const rt_kernel *tk) {
   pthread_mutex_lock(&rt->mu);
@@ -678,6 +695,15 @@ static CUresult launch_or_plain(at_runtime *rt, CUfunction fn, const at_launch *
 
 static int aligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
 
+/* The GEMM's N and K as the op takes them; fn names the caller in the message. */
+static int check_nk(const char *fn, int64_t n, int64_t k) {
+  if (n < 8 || n % 8 || n > (1 << 28))
+    return rt_fail(AT_STATUS_INVALID, "%s: n must be a positive multiple of 8, at most 2^28 (got %lld)", fn, (long long)n);
+  if (k < 128 || k % 128 || k > (1 << 30))
+    return rt_fail(AT_STATUS_INVALID, "%s: k must be a positive multiple of 128, at most 2^30 (got %lld)", fn, (long long)k);
+  return AT_STATUS_OK;
+}
+
 int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale, const void *b, const float *b_scale,
                             void *c, int64_t m, int64_t n, int64_t k, void *stream) {
   static const char *const FN = "at_gemm_a8w8_blockscale";
@@ -688,32 +714,20 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   if (!a_scale || !aligned(a_scale, 4)) return rt_fail(AT_STATUS_INVALID, "%s: a_scale must be a 4-byte aligned device pointer", FN);
   if (!b_scale || !aligned(b_scale, 4)) return rt_fail(AT_STATUS_INVALID, "%s: b_scale must be a 4-byte aligned device pointer", FN);
   if (m < 1 || m > (1 << 28)) return rt_fail(AT_STATUS_INVALID, "%s: m must be from 1 to 2^28 (got %lld)", FN, (long long)m);
-  if (n < 8 || n % 8 || n > (1 << 28))
-    return rt_fail(AT_STATUS_INVALID, "%s: n must be a positive multiple of 8, at most 2^28 (got %lld)", FN, (long long)n);
-  if (k < 128 || k % 128 || k > (1 << 30))
-    return rt_fail(AT_STATUS_INVALID, "%s: k must be a positive multiple of 128, at most 2^30 (got %lld)", FN, (long long)k);
+  int rc = check_nk(FN, n, k);
+  if (rc) return rc;
 
   static _Thread_local const at_op *op;
   if (!op) op = at_op_find(op_name_of(0));
   CUcontext ctx;
-  int rc = current_ctx(&ctx);
+  rc = current_ctx(&ctx);
   if (rc) return rc;
   rt_entry *e = get_entry(rt, 0, ctx, 1, n, k);
   if (!e) return AT_STATUS_ERROR;
   int entry; /* M_LEQ_<m> of the smallest tuned M >= m, or a bucket: a read of the immutable entry */
   const at_config *cfg = at_config_for_m(&e->lookup.set, m, &entry);
   if (!cfg) return rt_fail(AT_STATUS_ERROR, "%s: no config for M=%lld in %s", FN, (long long)m, e->lookup.path);
-  _Atomic(rt_kernel *) *slot = &e->kernel[e->slot[entry]];
-  rt_kernel *kern = atomic_load_explicit(slot, memory_order_acquire);
-  if (!kern) {
-    pthread_mutex_lock(&rt->mu);
-    kern = atomic_load_explicit(slot, memory_order_relaxed);
-    if (!kern) {
-      kern = load_kernel(rt, op, ctx, cfg, e->kernel_name[entry]);
-      atomic_store_explicit(slot, kern, memory_order_release);
-    }
-    pthread_mutex_unlock(&rt->mu);
-  }
+  rt_kernel *kern = entry_kernel(rt, op, ctx, e, entry, cfg);
   if (kern->error) return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, kern->error);
 
   /* The launch geometry and tail of the last (kernel, shape) this thread launched: inference repeats
@@ -797,4 +811,72 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   if (ws.graph_memory && at_ws_release(&ws, (CUstream)stream) && !rc)
     rc = rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
   return rc;
+}
+
+/* ---- prepare ---------------------------------------------------------------------------------- */
+
+enum { PREPARE_MAX_M = 1 << 20 };
+
+/* The kernels are made one after the other, through the launch path's own loads: NVRTC compiles
+ * in threads did not run faster (93 kernels of the Llama-3-8B weights in 2.6-2.7 s from 4 or 16
+ * CPUs, 3.0 s from one, on an H200 host; docs/perf.md, "Kernels made ready at start-up"). */
+int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k, int64_t m_max, int *kernels) {
+  static const char *const FN = "at_runtime_prepare";
+  if (kernels) *kernels = 0;
+  if (!rt || !op_name) return rt_fail(AT_STATUS_INVALID, "%s: rt and op must not be NULL", FN);
+  if (strcmp(op_name, op_name_of(0)) != 0) return rt_fail(AT_STATUS_INVALID, "%s: unknown op '%s'", FN, op_name);
+  int rc = check_nk(FN, n, k);
+  if (rc) return rc;
+  if (m_max < 1 || m_max > PREPARE_MAX_M)
+    return rt_fail(AT_STATUS_INVALID, "%s: m_max must be from 1 to 2^20 (got %lld)", FN, (long long)m_max);
+  CUcontext ctx;
+  if ((rc = current_ctx(&ctx))) return rc;
+  const at_op *op = at_op_find(op_name);
+  rt_entry *e = get_entry(rt, 0, ctx, 1, n, k);
+  if (!e) return AT_STATUS_ERROR;
+
+  /* What the calls at M = 1 .. m_max launch: the entries of the config set they take (one per
+   * kernel slot), and the tails the launch path plans for them (each with the entry it was planned
+   * on): the same lookups and plans as the calls'. */
+  int slot_entry[AT_MAX_ENTRIES], tail_entry[3][2];
+  for (int i = 0; i < AT_MAX_ENTRIES; i++) slot_entry[i] = -1;
+  for (int t = 0; t < 3; t++) tail_entry[t][0] = tail_entry[t][1] = -1;
+  const int whole = at_source_untuned(e->lookup.source);
+  const char *names[AT_MAX_PARAMS];
+  at_params p = {0};
+  for (int64_t m = 1, last = -1; m <= m_max; m++) {
+    int entry;
+    const at_config *cfg = at_config_for_m(&e->lookup.set, m, &entry);
+    if (!cfg) return rt_fail(AT_STATUS_ERROR, "%s: no config for M=%lld in %s", FN, (long long)m, e->lookup.path);
+    if (slot_entry[e->slot[entry]] < 0) slot_entry[e->slot[entry]] = entry;
+    if (rt->tail != AT_TAIL_ON) continue;
+    if (entry != last) p = at_config_params(cfg, names), last = entry;
+    at_shape shape = {m, n, k};
+    at_a8w8_tail t;
+    at_a8w8_tail_plan(cfg->family, &p, &shape, e->sm_count, whole, &t);
+    if (t.split && tail_entry[t.tile][t.cluster_k - 1] < 0) tail_entry[t.tile][t.cluster_k - 1] = entry;
+  }
+
+  /* Each made as a call would make it: compiled (or taken from the compile cache) and loaded. */
+  int ready = 0;
+  char error[1024] = "";
+  for (int i = 0; i < AT_MAX_ENTRIES; i++) {
+    if (slot_entry[i] < 0) continue;
+    rt_kernel *kern = entry_kernel(rt, op, ctx, e, slot_entry[i], at_config_entry(&e->lookup.set, slot_entry[i]));
+    if (kern->error && !error[0]) snprintf(error, sizeof error, "%s", kern->error);
+    ready += !kern->error;
+  }
+  for (int t = 0; t < 3; t++)
+    for (int c = 0; c < 2; c++) {
+      const int entry = tail_entry[t][c];
+      if (entry < 0) continue;
+      rt_kernel *kern = entry_kernel(rt, op, ctx, e, entry, at_config_entry(&e->lookup.set, entry));
+      if (kern->error) continue; /* said above */
+      /* A tail that cannot be made is no error: its calls run the main config alone (said once
+       * at the first of them), as they would without this. */
+      ready += !tail_kernel(rt, op, ctx, e, kern, t, c + 1)->error;
+    }
+  if (kernels) *kernels = ready;
+  if (error[0]) return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, error);
+  return AT_STATUS_OK;
 }

@@ -120,6 +120,21 @@ class Runtime:
         return Selection(d(out.source), d(out.path), d(out.bucket), d(out.variant), json.loads(out.params or b"{}"),
                          d(out.kernel))
 
+    def prepare(self, op, N, K, m_max):
+        """Compiles (or takes from the compile cache) and loads every kernel that calls of op on
+        (N, K) with M from 1 to m_max (at most 2**20) would launch, on the current CUDA context
+        (torch's, once it has used the device): calls at those M then never wait for a compile.
+        Returns how many kernels are ready. Raises when a config's kernel cannot be made (after
+        making the others)."""
+        if not isinstance(op, str):
+            raise ValueError(f"op must be a str (got {type(op).__name__})")
+        N, K, m_max = _positive_int("N", N), _positive_int("K", K), _positive_int("m_max", m_max)
+        ready = _lib.ctypes.c_int(0)
+        status = self._lib.at_runtime_prepare(self._handle(), op.encode(), N, K, m_max, _lib.ctypes.byref(ready))
+        if status != STATUS_OK:
+            _raise(status, self._lib)
+        return ready.value
+
     def gemm_a8w8_blockscale_ptr(self, a, a_scale, b, b_scale, c, m, n, k, stream=0):
         """C = (A * As)(B * Bs)^T on raw device pointers (ints) and a stream handle (int; 0 is the
         default stream), on the current CUDA context. Layouts: autotune.h. Asynchronous."""

@@ -56,6 +56,9 @@ def _declare(lib):
     lib.at_runtime_select.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64,
                                       ctypes.c_int64, ctypes.c_char_p, p(CSelection)]
     lib.at_runtime_select.restype = ctypes.c_int
+    lib.at_runtime_prepare.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64,
+                                       ctypes.c_int64, p(ctypes.c_int)]
+    lib.at_runtime_prepare.restype = ctypes.c_int
     lib.at_gemm_a8w8_blockscale.argtypes = [ctypes.c_void_p] + [ctypes.c_void_p] * 5 + [ctypes.c_int64] * 3 + [
         ctypes.c_void_p]
     lib.at_gemm_a8w8_blockscale.restype = ctypes.c_int

@@ -104,6 +104,19 @@ class TestPackage(unittest.TestCase):
             autotune.Runtime(configs_dir=CONFIGS, tail=1)
         autotune.Runtime(configs_dir=CONFIGS, tail="off").close()
 
+    def test_prepare_errors(self):
+        """prepare checks its arguments before it touches CUDA, and needs a current context."""
+        with self.assertRaisesRegex(ValueError, "unknown op 'nope'"):
+            self.rt.prepare("nope", 1024, 1024, 64)
+        with self.assertRaisesRegex(ValueError, "k must be a positive multiple of 128"):
+            self.rt.prepare(OP, 1024, 1000, 64)
+        with self.assertRaisesRegex(ValueError, "m_max must be from 1 to 2\\^20"):
+            self.rt.prepare(OP, 1024, 1024, (1 << 20) + 1)
+        with self.assertRaisesRegex(ValueError, "^m_max must be positive"):
+            self.rt.prepare(OP, 1024, 1024, 0)
+        with self.assertRaises(RuntimeError):  # no driver here, or no context made current
+            self.rt.prepare(OP, 1024, 1024, 64)
+
     def test_pointer_errors(self):
         """The library checks its arguments before it touches CUDA: no GPU needed."""
         ok = 1 << 20

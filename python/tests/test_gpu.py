@@ -8,6 +8,7 @@ committed configs/ ($AUTOTUNE_CONFIGS), the compile cache is $AUTOTUNE_CACHE or 
   default file, with an N tail, M = 1 and a split-K config;
 - the launch goes on torch's current stream: behind a long sleep on a side stream, a copy made
   on another stream still sees the poison;
+- Runtime.prepare on torch's context, then calls right;
 - CUDA graph capture on a side stream after a warm-up on another, replayed on new inputs;
 - torch.compile(fullgraph=True), with a dynamic M, with out=, and mode="reduce-overhead";
 - ValueErrors naming the argument on real CUDA tensors (dtype, device, shape, alignment, contiguity)."""
@@ -109,6 +110,22 @@ class TestReference(GpuCase):
                 self.assertMatches(c2, args, f"Runtime M={m} N={n} K={k}")
                 c3 = torch.ops.autotune.gemm_a8w8_blockscale(*args)
                 self.assertMatches(c3, args, f"torch.ops M={m} N={n} K={k}")
+        rt.close()
+
+
+class TestPrepare(GpuCase):
+    def test_prepare_then_call(self):
+        """Runtime.prepare on torch's context (made current by torch's first use of the device): the
+        kernels of (N, K) up to M = 512 ready, then calls in that range right."""
+        torch.zeros(1, device=DEV)  # torch's context, current in this thread
+        rt = autotune.Runtime(configs_dir=os.environ["AUTOTUNE_CONFIGS"])
+        n, k = 4096, 1024
+        ready = rt.prepare(OP, n, k, 512)
+        self.assertGreaterEqual(ready, 1)
+        for i, m in enumerate((1, 64, 300, 512)):
+            args = operands(m, n, k, seed=300 + i)
+            self.assertMatches(rt.gemm_a8w8_blockscale(*args), args, f"after prepare M={m}")
+        self.assertEqual(rt.prepare(OP, n, k, 512), ready)  # all loaded already: the same kernels
         rt.close()
 
 

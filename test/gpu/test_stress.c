@@ -18,6 +18,8 @@
  *     (sm90 RESCALE, whose units skip zero scales);
  *   - shapes the runtime splits into a main launch and a tail (docs/runtime.md), back to back on
  *     one stream and captured in a graph;
+ *   - kernels made ready by at_runtime_prepare on an empty compile cache: no first call after it
+ *     waits for a compile (each returns within 25 ms; a compile takes longer, which is checked);
  *   - a second runtime answering from a tuning DB (made by the autotune binary, argv[2]) that is
  *     rewritten three times while two threads call it, each time so that another config wins: the
  *     runtime must switch within five seconds;
@@ -689,6 +691,100 @@ static void tail_calls(void) {
   if (on) CHECK(waves >= 3 && wholes >= 1 && columns >= 1 && rows >= 1);
 }
 
+/* ---- kernels made ready at start-up ----------------------------------------------------------- */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A runtime on configs_dir with a compile cache of its own, made empty. */
+static at_runtime *runtime_on_empty_cache(const char *configs_dir, const char *name) {
+  const char *tmp = getenv("AT_TEST_TMP") ? getenv("AT_TEST_TMP") : "/tmp";
+  char *cache = at_xasprintf("%s/%s-%d", tmp, name, (int)getpid());
+  char *cmd = at_xasprintf("rm -rf '%s'", cache);
+  if (system(cmd) != 0) fail("cannot empty %s", cache);
+  at_runtime_options o = {0};
+  o.configs_dir = configs_dir;
+  o.cache_dir = cache;
+  o.tag = "A8W8_BLOCKSCALE";
+  at_runtime *rt = NULL;
+  if (at_runtime_open(&o, &rt) != AT_STATUS_OK) fail("at_runtime_open: %s", at_runtime_last_error());
+  free(cmd), free(cache);
+  return rt;
+}
+
+/* One first call on a new problem through RT, timed on the host (what the caller waits before the
+ * launch returns), its output checked. */
+static double first_call(int64_t m, int64_t n, int64_t k, uint64_t seed, const char *what) {
+  problem p;
+  make_problem(&p, m, n, k, seed, 0);
+  CUdeviceptr out;
+  unsigned short *host = at_xmalloc((size_t)(m * n) * 2);
+  CUX(at_cu->MemAlloc(&out, (size_t)(m * n) * 2));
+  CUX(at_cu->MemsetD16Async(out, 0x7fc0, (size_t)(m * n), NULL));
+  CUX(at_cu->CtxSynchronize());
+  const double t0 = now_s();
+  const int rc = call_library(&p, out, NULL, what, 0);
+  const double t = now_s() - t0;
+  CUX(at_cu->CtxSynchronize());
+  if (rc == AT_STATUS_OK) check_output(&p, out, host, what, 0);
+  at_cu->MemFree(out), free(host);
+  free_problem(&p);
+  return t;
+}
+
+/* at_runtime_prepare (docs/runtime.md): on an empty compile cache, the kernels of three (N, K) up to
+ * M = 4096 made ready (a tuned sm90 file, an (N, K) the time model answers, with its tails, and the
+ * file that splits K and swaps operands); then the first calls at M across that range each return
+ * within 25 ms, every output checked: none waits for NVRTC (on an H200 host a call after prepare
+ * returned within 0.3 ms, a first call that compiled after 70 ms). On another empty cache, without
+ * prepare, a first call must take longer than that, so that the check can tell. sm_90 GPUs only
+ * (said and skipped elsewhere). */
+static const double PREPARED_CALL_S = 0.025;
+
+static void prepared(const char *configs_dir) {
+  if (CUR->g.info.cc != 90) {
+    fprintf(stderr, "stress: the prepare phase skipped (not an sm_90 GPU)\n");
+    return;
+  }
+  static const int64_t NK[][2] = {{4096, 1024}, {1536, 1536}, {2560, 4096}};
+  static const int64_t MS[] = {1, 16, 32, 64, 100, 128, 200, 256, 384, 512, 1000, 2048, 3000, 4096};
+  enum { NNK = sizeof NK / sizeof NK[0], NMS = sizeof MS / sizeof MS[0] };
+  at_runtime *const main_rt = RT;
+  RT = runtime_on_empty_cache(configs_dir, "stress-prepare-cache");
+  int kernels = 0;
+  const double t0 = now_s();
+  for (int i = 0; i < NNK; i++) {
+    int ready = 0;
+    if (at_runtime_prepare(RT, "gemm_a8w8_blockscale", NK[i][0], NK[i][1], 4096, &ready) != AT_STATUS_OK)
+      fail("at_runtime_prepare N=%lld K=%lld: %s", (long long)NK[i][0], (long long)NK[i][1], at_runtime_last_error());
+    kernels += ready;
+  }
+  const double prep = now_s() - t0;
+  double slowest = 0;
+  for (int i = 0; i < NNK; i++)
+    for (int j = 0; j < NMS; j++) {
+      const double t = first_call(MS[j], NK[i][0], NK[i][1], SEED + 7 * (uint64_t)(i * NMS + j), "after prepare");
+      if (t > PREPARED_CALL_S)
+        fail("after prepare: the first call of M=%lld N=%lld K=%lld took %.3f s", (long long)MS[j],
+             (long long)NK[i][0], (long long)NK[i][1], t);
+      if (t > slowest) slowest = t;
+    }
+  at_runtime_close(RT);
+  RT = runtime_on_empty_cache(configs_dir, "stress-unprepared-cache");
+  const double cold = first_call(64, NK[0][0], NK[0][1], SEED + 999, "without prepare");
+  at_runtime_close(RT);
+  RT = main_rt;
+  fprintf(stderr,
+          "stress: prepare: %d kernels of %d (N, K) ready in %.2f s from an empty cache; %d first calls after it, the "
+          "slowest %.1f ms; without prepare a first call %.2f s\n",
+          kernels, NNK, prep, NNK * NMS, 1e3 * slowest, cold);
+  CHECK(kernels >= NNK);
+  CHECK(cold > PREPARED_CALL_S);
+}
+
 /* ---- a tuner rewriting the DB under the process ------------------------------------------------ */
 
 /* Problems of the DB phase, and the flag that ends its threads' calls. */
@@ -997,6 +1093,7 @@ int main(int argc, char **argv) {
   zero_scale_blocks();
   tail_calls();
   db_rewritten(argc > 2 ? argv[2] : NULL);
+  prepared(dir);
   two_devices();
 
   fprintf(stderr,

@@ -940,6 +940,22 @@ static void runtime_lookups(const char *db, const char *dir) {
   CHECK_EQ_INT(at_runtime_select(rt, "nope", 48, 1024, 1024, "sm90", &sel), AT_STATUS_INVALID);
   CHECK_CONTAINS(at_runtime_last_error(), "unknown op");
   CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 0, 1024, 1024, "sm90", &sel), AT_STATUS_INVALID);
+  /* at_runtime_prepare checks its arguments before it touches CUDA, and needs a current context. */
+  int ready = -1;
+  CHECK_EQ_INT(at_runtime_prepare(rt, "nope", 1024, 1024, 64, &ready), AT_STATUS_INVALID);
+  CHECK_CONTAINS(at_runtime_last_error(), "at_runtime_prepare: unknown op 'nope'");
+  CHECK_EQ_INT(ready, 0);
+  CHECK_EQ_INT(at_runtime_prepare(rt, "gemm_a8w8_blockscale", 1020, 1024, 64, NULL), AT_STATUS_INVALID);
+  CHECK_CONTAINS(at_runtime_last_error(), "n must be a positive multiple of 8");
+  CHECK_EQ_INT(at_runtime_prepare(rt, "gemm_a8w8_blockscale", 1024, 1000, 64, NULL), AT_STATUS_INVALID);
+  CHECK_CONTAINS(at_runtime_last_error(), "k must be a positive multiple of 128");
+  CHECK_EQ_INT(at_runtime_prepare(rt, "gemm_a8w8_blockscale", 1024, 1024, 0, NULL), AT_STATUS_INVALID);
+  CHECK_CONTAINS(at_runtime_last_error(), "m_max must be from 1 to 2^20 (got 0)");
+  CHECK_EQ_INT(at_runtime_prepare(rt, "gemm_a8w8_blockscale", 1024, 1024, (1 << 20) + 1, NULL), AT_STATUS_INVALID);
+  CHECK_EQ_INT(at_runtime_prepare(NULL, "gemm_a8w8_blockscale", 1024, 1024, 64, NULL), AT_STATUS_INVALID);
+  /* no driver here, or (on a GPU machine) no context made current by this process */
+  CHECK_EQ_INT(at_runtime_prepare(rt, "gemm_a8w8_blockscale", 1024, 1024, 64, &ready), AT_STATUS_ERROR);
+  CHECK_EQ_INT(ready, 0);
 
   /* Several threads at once: the same answers, no failures. */
   thread_arg args[8];
