@@ -817,9 +817,9 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
 
 enum { PREPARE_MAX_M = 1 << 20 };
 
-/* The kernels are made one after the other, through the launch path's own loads: NVRTC compiles
- * in threads did not run faster (93 kernels of the Llama-3-8B weights in 2.6-2.7 s from 4 or 16
- * CPUs, 3.0 s from one, on an H200 host; docs/perf.md, "Kernels made ready at start-up"). */
+/* The kernels are made one after the other, through the launch path's own loads: a version that
+ * compiled them in threads first ran no faster on an H200 host (the Llama-3-8B weights' 93 kernels
+ * in 2.6-3.0 s against 1.9-2.5 s; docs/perf.md, "Kernels made ready at start-up"). */
 int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k, int64_t m_max, int *kernels) {
   static const char *const FN = "at_runtime_prepare";
   if (kernels) *kernels = 0;
