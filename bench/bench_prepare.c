@@ -6,7 +6,8 @@
  *
  *   build/bench/bench_prepare configs 8192 6144,4096 4096,4096 28672,4096 4096,14336
  * (built by meson where the CUDA runtime is found; docs/perf.md, "Kernels made ready at start-up").
- * The cache directories are made under $TMPDIR (else /tmp) and left there. */
+ * The cache directories are made new under $TMPDIR (else /tmp) and left there. *kernels of
+ * at_runtime_prepare counts per weight: a kernel two weights share counts for each. */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,8 +85,12 @@ int main(int argc, char **argv) {
 
   const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
   char cold[512], first[512];
-  snprintf(cold, sizeof cold, "%s/bench-prepare-%d", tmp, (int)getpid());
-  snprintf(first, sizeof first, "%s/bench-prepare-first-%d", tmp, (int)getpid());
+  snprintf(cold, sizeof cold, "%s/bench-prepare-XXXXXX", tmp);
+  snprintf(first, sizeof first, "%s/bench-prepare-first-XXXXXX", tmp);
+  if (!mkdtemp(cold) || !mkdtemp(first)) {
+    perror("bench_prepare: mkdtemp");
+    return 1;
+  }
   at_runtime *rt = open_runtime(configs, cold);
   prepare_all("cold cache", rt, m_max, (const long long(*)[2])nk, count);
   at_runtime_close(rt);

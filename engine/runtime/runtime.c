@@ -818,8 +818,9 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
 enum { PREPARE_MAX_M = 1 << 20 };
 
 /* The kernels are made one after the other, through the launch path's own loads: a version that
- * compiled them in threads first ran no faster on an H200 host (the Llama-3-8B weights' 93 kernels
- * in 2.6-3.0 s against 1.9-2.5 s; docs/perf.md, "Kernels made ready at start-up"). */
+ * compiled them in threads first was no faster on the H200 hosts it ran on (the Llama-3-8B weights
+ * in 2.6-3.0 s on one host, this version 1.9-2.5 s on another; docs/perf.md, "Kernels made ready
+ * at start-up"). */
 int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k, int64_t m_max, int *kernels) {
   static const char *const FN = "at_runtime_prepare";
   if (kernels) *kernels = 0;
@@ -836,11 +837,12 @@ int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k
   if (!e) return AT_STATUS_ERROR;
 
   /* What the calls at M = 1 .. m_max launch: the entries of the config set they take (one per
-   * kernel slot), and the tails the launch path plans for them (each with the entry it was planned
+   * kernel slot), and the tails the launch path plans for them (with the entries they were planned
    * on): the same lookups and plans as the calls'. */
-  int slot_entry[AT_MAX_ENTRIES], tail_entry[3][2];
+  int slot_entry[AT_MAX_ENTRIES];
+  unsigned char tail_on[3][2][AT_MAX_ENTRIES];
   for (int i = 0; i < AT_MAX_ENTRIES; i++) slot_entry[i] = -1;
-  for (int t = 0; t < 3; t++) tail_entry[t][0] = tail_entry[t][1] = -1;
+  memset(tail_on, 0, sizeof tail_on);
   const int whole = at_source_untuned(e->lookup.source);
   const char *names[AT_MAX_PARAMS];
   at_params p = {0};
@@ -854,7 +856,7 @@ int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k
     at_shape shape = {m, n, k};
     at_a8w8_tail t;
     at_a8w8_tail_plan(cfg->family, &p, &shape, e->sm_count, whole, &t);
-    if (t.split && tail_entry[t.tile][t.cluster_k - 1] < 0) tail_entry[t.tile][t.cluster_k - 1] = entry;
+    if (t.split) tail_on[t.tile][t.cluster_k - 1][entry] = 1;
   }
 
   /* Each made as a call would make it: compiled (or taken from the compile cache) and loaded. */
@@ -866,16 +868,18 @@ int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k
     if (kern->error && !error[0]) snprintf(error, sizeof error, "%s", kern->error);
     ready += !kern->error;
   }
+  /* A tail's kernel is made from the template of a config it was planned on (any that loaded: the
+   * tail's entry and parameters are its own). A tail that cannot be made is no error: its calls
+   * run the main config alone (said once at the first of them), as they would without this. */
   for (int t = 0; t < 3; t++)
-    for (int c = 0; c < 2; c++) {
-      const int entry = tail_entry[t][c];
-      if (entry < 0) continue;
-      rt_kernel *kern = entry_kernel(rt, op, ctx, e, entry, at_config_entry(&e->lookup.set, entry));
-      if (kern->error) continue; /* said above */
-      /* A tail that cannot be made is no error: its calls run the main config alone (said once
-       * at the first of them), as they would without this. */
-      ready += !tail_kernel(rt, op, ctx, e, kern, t, c + 1)->error;
-    }
+    for (int c = 0; c < 2; c++)
+      for (int entry = 0; entry < AT_MAX_ENTRIES; entry++) {
+        if (!tail_on[t][c][entry]) continue;
+        rt_kernel *kern = entry_kernel(rt, op, ctx, e, entry, at_config_entry(&e->lookup.set, entry));
+        if (kern->error) continue; /* said above; another entry may serve */
+        ready += !tail_kernel(rt, op, ctx, e, kern, t, c + 1)->error;
+        break;
+      }
   if (kernels) *kernels = ready;
   if (error[0]) return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, error);
   return AT_STATUS_OK;

@@ -85,6 +85,7 @@ typedef struct device {
 static device D[2];
 static _Thread_local device *CUR = &D[0];
 static at_runtime *RT;
+static int PDL_MODE; /* the test's launch mode (argv[1]), for every runtime it opens */
 static unsigned long long SEED;
 static const at_blas_api *BLAS;
 static pthread_mutex_t report_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -499,6 +500,7 @@ static void global_capture(void) {
 /* One call captured in global mode on a new stream: the largest grid it launched, then the graph
  * replayed twice and its output checked. */
 typedef struct quad_capture {
+  device *dev;
   const problem *p;
   CUdeviceptr out;
   unsigned short *host;
@@ -508,6 +510,7 @@ typedef struct quad_capture {
 
 static void *capture_and_replay(void *arg) {
   quad_capture *q = arg;
+  CUR = q->dev;
   CUX(at_cu->CtxSetCurrent(CUR->g.ctx));
   CUstream s;
   CUX(at_cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING));
@@ -543,9 +546,9 @@ static void occupancy_in_capture(void) {
     CUX(at_cu->StreamSynchronize(NULL));
     check_output(&p, out, host, "clusters of four, eager", 0);
   }
-  quad_capture known = {&p, out, host, 0, "clusters of four, captured where the count is known"};
+  quad_capture known = {CUR, &p, out, host, 0, "clusters of four, captured where the count is known"};
   capture_and_replay(&known);
-  quad_capture first = {&p, out, host, 0, "clusters of four, first launch of the thread captured"};
+  quad_capture first = {CUR, &p, out, host, 0, "clusters of four, first launch of the thread captured"};
   pthread_t t;
   pthread_create(&t, NULL, capture_and_replay, &first);
   pthread_join(t, NULL);
@@ -709,6 +712,7 @@ static at_runtime *runtime_on_empty_cache(const char *configs_dir, const char *n
   o.configs_dir = configs_dir;
   o.cache_dir = cache;
   o.tag = "A8W8_BLOCKSCALE";
+  o.pdl = PDL_MODE;
   at_runtime *rt = NULL;
   if (at_runtime_open(&o, &rt) != AT_STATUS_OK) fail("at_runtime_open: %s", at_runtime_last_error());
   free(cmd), free(cache);
@@ -859,6 +863,7 @@ static void db_rewritten(const char *exe) {
   at_runtime_options o = {0};
   o.db_path = db;
   o.tag = "A8W8_BLOCKSCALE";
+  o.pdl = PDL_MODE;
   at_runtime *served;
   if (at_runtime_open(&o, &served) != AT_STATUS_OK) {
     fail("at_runtime_open with the DB: %s", at_runtime_last_error());
@@ -883,10 +888,22 @@ static void db_rewritten(const char *exe) {
   int switched = 0;
   for (int round = 1; round <= 3; round++) {
     usleep(300000);
-    /* The candidate that wins next: each in turn, by id. */
-    const int64_t win = dbq(db, "SELECT id FROM candidates WHERE status = 'ok' ORDER BY id LIMIT 1 OFFSET %d", round % 4);
-    const int64_t bn = dbq(db, "SELECT json_extract(params, '$.BLOCK_N') FROM candidates WHERE id = %lld", (long long)win);
-    const int64_t sk = dbq(db, "SELECT json_extract(params, '$.SPLIT_K') FROM candidates WHERE id = %lld", (long long)win);
+    /* The candidate that wins next: the next by id from the round's own that the runtime does not
+     * answer with now, so that every round is a switch. */
+    at_selection before;
+    CHECK_EQ_INT(at_runtime_select(served, "gemm_a8w8_blockscale", MS[0], 3072, 2048, NULL, &before), AT_STATUS_OK);
+    int64_t win = -1;
+    char want_bn[32] = "", want_sk[32] = "";
+    for (int j = 0; j < 4 && win < 0; j++) {
+      const int64_t id =
+          dbq(db, "SELECT id FROM candidates WHERE status = 'ok' ORDER BY id LIMIT 1 OFFSET %d", (round + j) % 4);
+      snprintf(want_bn, sizeof want_bn, "\"BLOCK_N\":%lld,",
+               (long long)dbq(db, "SELECT json_extract(params, '$.BLOCK_N') FROM candidates WHERE id = %lld", (long long)id));
+      snprintf(want_sk, sizeof want_sk, "\"SPLIT_K\":%lld,",
+               (long long)dbq(db, "SELECT json_extract(params, '$.SPLIT_K') FROM candidates WHERE id = %lld", (long long)id));
+      if (!strstr(before.params, want_bn) || !strstr(before.params, want_sk)) win = id;
+    }
+    CHECK(win >= 0);
     at_store *st;
     CHECK_EQ_INT(at_store_open(db, &st), AT_OK);
     char *sql = at_xasprintf("UPDATE results SET time_us = CASE WHEN candidate_id = %lld THEN 1 ELSE 1000 END, "
@@ -896,9 +913,6 @@ static void db_rewritten(const char *exe) {
     CHECK_EQ_INT(at_store_exec(st, sql), AT_OK);
     at_store_close(st);
     free(sql);
-    char want_bn[32], want_sk[32];
-    snprintf(want_bn, sizeof want_bn, "\"BLOCK_N\":%lld", (long long)bn);
-    snprintf(want_sk, sizeof want_sk, "\"SPLIT_K\":%lld", (long long)sk);
     int now = 0;
     for (int i = 0; i < 50 && !now; i++) {
       at_selection sel;
@@ -1047,6 +1061,7 @@ int main(int argc, char **argv) {
   char *src = at_path_join(getenv("AT_TEST_SOURCE_ROOT") ? getenv("AT_TEST_SOURCE_ROOT") : ".", "configs");
   copy_configs(src, dir);
   write_split_configs(dir);
+  PDL_MODE = pdl;
   at_runtime_options o = {0};
   o.pdl = pdl;
   o.configs_dir = dir;
