@@ -651,21 +651,27 @@ static rt_kernel *tail_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, rt
   return k;
 }
 
-/* The kernel of entry `entry` (a bucket or M_LEQ entry of e's config set, config cfg) on ctx: its
- * slot's, loaded on first use. A kernel that failed is returned too: its error says why. */
-static rt_kernel *entry_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, rt_entry *e, int entry,
-                               const at_config *cfg) {
+/* entry_kernel's first use of a slot: loaded under the mutex (another thread may have done it). */
+static rt_kernel *entry_kernel_load(at_runtime *rt, const at_op *op, CUcontext ctx, rt_entry *e, int entry,
+                                    const at_config *cfg) {
   _Atomic(rt_kernel *) *slot = &e->kernel[e->slot[entry]];
-  rt_kernel *kern = atomic_load_explicit(slot, memory_order_acquire);
-  if (kern) return kern;
   pthread_mutex_lock(&rt->mu);
-  kern = atomic_load_explicit(slot, memory_order_relaxed);
+  rt_kernel *kern = atomic_load_explicit(slot, memory_order_relaxed);
   if (!kern) {
     kern = load_kernel(rt, op, ctx, cfg, e->kernel_name[entry]);
     atomic_store_explicit(slot, kern, memory_order_release);
   }
   pthread_mutex_unlock(&rt->mu);
   return kern;
+}
+
+/* The kernel of entry `entry` (a bucket or M_LEQ entry of e's config set, config cfg) on ctx: its
+ * slot's, loaded on first use. A kernel that failed is returned too: its error says why. Inline:
+ * on the launch path it is one atomic load once the slot is set. */
+static inline rt_kernel *entry_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, rt_entry *e, int entry,
+                                      const at_config *cfg) {
+  rt_kernel *kern = atomic_load_explicit(&e->kernel[e->slot[entry]], memory_order_acquire);
+  return kern ? kern : entry_kernel_load(rt, op, ctx, e, entry, cfg);
 }
 
 /* A tail that cannot launch leaves its calls to the main config alone: said once on stderr. */

@@ -696,12 +696,6 @@ static void tail_calls(void) {
 
 /* ---- kernels made ready at start-up ----------------------------------------------------------- */
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A runtime on configs_dir with a compile cache of its own, made empty. */
 static at_runtime *runtime_on_empty_cache(const char *configs_dir, const char *name) {
   const char *tmp = getenv("AT_TEST_TMP") ? getenv("AT_TEST_TMP") : "/tmp";
@@ -729,9 +723,9 @@ static double first_call(int64_t m, int64_t n, int64_t k, uint64_t seed, const c
   CUX(at_cu->MemAlloc(&out, (size_t)(m * n) * 2));
   CUX(at_cu->MemsetD16Async(out, 0x7fc0, (size_t)(m * n), NULL));
   CUX(at_cu->CtxSynchronize());
-  const double t0 = now_s();
+  const double t0 = at_now_s();
   const int rc = call_library(&p, out, NULL, what, 0);
-  const double t = now_s() - t0;
+  const double t = at_now_s() - t0;
   CUX(at_cu->CtxSynchronize());
   if (rc == AT_STATUS_OK) check_output(&p, out, host, what, 0);
   at_cu->MemFree(out), free(host);
@@ -761,14 +755,14 @@ static void prepared(const char *configs_dir) {
   at_runtime *const main_rt = RT;
   RT = runtime_on_empty_cache(configs_dir, "stress-prepare-cache");
   int kernels = 0;
-  const double t0 = now_s();
+  const double t0 = at_now_s();
   for (int i = 0; i < NNK; i++) {
     int ready = 0;
     if (at_runtime_prepare(RT, "gemm_a8w8_blockscale", NK[i][0], NK[i][1], 4096, &ready) != AT_STATUS_OK)
       fail("at_runtime_prepare N=%lld K=%lld: %s", (long long)NK[i][0], (long long)NK[i][1], at_runtime_last_error());
     kernels += ready;
   }
-  const double prep = now_s() - t0;
+  const double prep = at_now_s() - t0;
   double slowest = 0;
   for (int i = 0; i < NNK; i++)
     for (int j = 0; j < NMS; j++) {
