@@ -8,13 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/device.h"
 #include "../core/lookup.h"
-#include "../core/select.h"
 #include "../core/util.h"
-#include "../core/workerproc.h"
 #include "../ops/gemm_a8w8_blockscale_tail.h"
 #include "commands.h"
+#include "devicearg.h"
 
 static const char *USAGE =
     "usage: autotune query --op OP -M m -N n -K k [--device D] [--sm-count N] [--tag TAG] [--db PATH]\n"
@@ -51,94 +49,6 @@ static int check_problem(const char *op_name, int64_t m, int64_t n, int64_t k) {
   int64_t v[3] = {m, n, k};
   dim = dim >= 0 && dim < 3 ? dim : 0;
   return at_fail(AT_ERR_INPUT, "query: %s %lld: %s", ARG[dim], (long long)v[dim], at_errmsg());
-}
-
-/* Device names, each once. */
-typedef struct name_list {
-  char v[64][128];
-  int n;
-} name_list;
-
-static void add_name(name_list *l, const char *name) {
-  for (int i = 0; i < l->n; i++)
-    if (strcmp(l->v[i], name) == 0) return;
-  if (l->n < 64) snprintf(l->v[l->n++], sizeof l->v[0], "%s", name);
-}
-
-/* A --device that neither the DB nor the configs directory knows gets the built-in config, whatever
- * the user meant (a typo, "H100" for "sm90"): warn, naming the devices they do know. */
-static void warn_unknown_device(const char *device, at_store *db, const char *configs) {
-  name_list known = {.n = 0};
-  at_device_entry *devs = NULL;
-  size_t ndev = 0;
-  if (db && at_store_devices(db, &devs, &ndev) == AT_OK)
-    for (size_t i = 0; i < ndev; i++)
-      for (int product = 0; product < 2; product++) {
-        char name[128];
-        at_device_file_name(&devs[i], product, name, sizeof name);
-        add_name(&known, name);
-      }
-  free(devs);
-  DIR *d = configs ? opendir(configs) : NULL;
-  for (struct dirent *e; d && (e = readdir(d));) {
-    const char *g = strstr(e->d_name, "-GEMM-");
-    size_t len = strlen(e->d_name);
-    if (!g || len < 5 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
-    char name[128];
-    snprintf(name, sizeof name, "%.*s", (int)(g - e->d_name), e->d_name);
-    add_name(&known, name);
-  }
-  if (d) closedir(d);
-  for (int i = 0; i < known.n; i++)
-    if (strcmp(known.v[i], device) == 0) return;
-  at_buf list = {0};
-  for (int i = 0; i < known.n; i++) at_buf_printf(&list, "%s%s", i ? ", " : "", known.v[i]);
-  fprintf(stderr, "autotune: warning: --device %s: neither the DB nor the configs know it (known: %s); the answer is the built-in config\n",
-          device, known.n ? list.data : "none");
-  at_buf_free(&list);
-}
-
-static int cmp_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
-
-/* The one device the configs directory has files for; of several, the one arch name among them
- * (the shipped configs: sm90's files and a product's, NVIDIA_H200's, which a GPU of that product
- * reads first), said on stderr; else an error listing them. */
-static int device_from_configs(const char *dir, char *out, size_t n) {
-  DIR *d = dir ? opendir(dir) : NULL;
-  char seen[8][128];
-  int nseen = 0;
-  for (struct dirent *e; d && (e = readdir(d));) {
-    const char *g = strstr(e->d_name, "-GEMM-");
-    if (!g || (size_t)(g - e->d_name) >= sizeof seen[0]) continue;
-    char dev[128];
-    snprintf(dev, sizeof dev, "%.*s", (int)(g - e->d_name), e->d_name);
-    int known = 0;
-    for (int i = 0; i < nseen; i++) known |= strcmp(seen[i], dev) == 0;
-    if (!known && nseen < 8) snprintf(seen[nseen++], sizeof seen[0], "%s", dev);
-  }
-  if (d) closedir(d);
-  qsort(seen, (size_t)nseen, sizeof seen[0], cmp_name); /* the same message whatever readdir's order */
-  if (nseen == 1) {
-    snprintf(out, n, "%s", seen[0]);
-    return AT_OK;
-  }
-  int arch = -1, narch = 0;
-  at_buf list = {0};
-  for (int i = 0; i < nseen; i++) {
-    at_buf_printf(&list, "%s%s", i ? ", " : "", seen[i]);
-    if (at_device_is_arch_name(seen[i])) arch = i, narch++;
-  }
-  int rc = AT_OK;
-  if (narch == 1) {
-    snprintf(out, n, "%s", seen[arch]);
-    fprintf(stderr, "autotune: query: no GPU here; the configs have files for %s: answering for %s (--device names another)\n",
-            list.data, seen[arch]);
-  } else {
-    rc = at_fail(AT_ERR_INPUT, "query: --device is needed: there is no GPU here and %s%s",
-                 nseen ? "the configs have several devices: " : "no configs to infer it from", nseen ? list.data : "");
-  }
-  at_buf_free(&list);
-  return rc;
 }
 
 /* The runtime's tail for config c on the shape (docs/runtime.md, "The tail"; the same plan as the
@@ -212,34 +122,16 @@ int cmd_query(int argc, char **argv) {
     if (d) closedir(d), configs = "configs";
   }
 
-  char names[2][128] = {"", ""};
-  int sm_count = 0; /* the probed GPU's, for the time model; a named device: the model's own */
-  if (device) {
-    snprintf(names[0], sizeof names[0], "%s", device);
-  } else {
-    at_device_info *devs = NULL;
-    int ndev = 0;
-    char why[256];
-    AT_TRY(at_probe_devices(&devs, &ndev, why, sizeof why));
-    if (ndev) {
-      sm_count = devs[0].sm_count;
-      at_device_export_name(&devs[0], 1, names[0], sizeof names[0]);
-      at_device_export_name(&devs[0], 0, names[1], sizeof names[1]);
-    } else {
-      int rc = device_from_configs(configs, names[0], sizeof names[0]);
-      if (rc) {
-        free(devs);
-        return rc;
-      }
-    }
-    free(devs);
-  }
-  if (sm_arg) sm_count = (int)sm_arg;
+  at_device_arg dev;
+  AT_TRY(at_device_arg_resolve("query", device, configs, &dev));
+  if (sm_arg) dev.sm_count = (int)sm_arg;
+  const char(*names)[128] = dev.names;
+  const int sm_count = dev.sm_count; /* the probed GPU's, for the time model; a named device: the model's own */
 
   at_store *db = NULL;
   if (db_path && at_store_open_readonly(db_path, &db) != AT_OK)
     fprintf(stderr, "autotune: warning: DB %s unusable (%s); trying the next source\n", db_path, at_errmsg());
-  if (device) warn_unknown_device(device, db, configs);
+  if (device) at_device_arg_warn_unknown("query", device, NULL, db, configs);
   /* As the runtime asks: without its tail, the time model does not compose the tail in. */
   at_lookup_req q = {op, tag, {names[0], names[1][0] ? names[1] : NULL}, n, k, db, configs, NULL, sm_count,
                      at_tail_env() != 1};

@@ -9,6 +9,7 @@ int cmd_devices(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_query(int argc, char **argv);
+int cmd_warm(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_judge(int argc, char **argv);

@@ -21,6 +21,7 @@ static const command COMMANDS[] = {
     {"export", cmd_export, "write the tuned configs as JSON files, bucketed by M"},
     {"model", cmd_model, "fit the time model that picks configs for the (N, K) nobody tuned, from a menu run"},
     {"query", cmd_query, "show the config chosen for a problem, and where it came from"},
+    {"warm", cmd_warm, "fill the compile cache, no GPU needed, with the kernels the runtime would launch for given weights"},
     {"compare", cmd_compare, "time providers side by side: the tuned kernels, the built-in config, cuBLASLt, cuBLAS, files"},
     {"judge", cmd_judge, "decide tuned shapes' winners again on their times as the runtime launches them (tail included)"},
     {"report", cmd_report, "print a DB's results per shape and variant (tables, --csv, --plot SVG), no GPU needed"},

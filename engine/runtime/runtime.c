@@ -43,6 +43,7 @@
 #include "../core/util.h"
 #include "../gpu/cuda.h"
 #include "../gpu/launch.h"
+#include "../ops/gemm_a8w8_blockscale_calls.h"
 #include "../ops/gemm_a8w8_blockscale_kparams.h"
 #include "../ops/gemm_a8w8_blockscale_tail.h"
 #include "../core/op.h"
@@ -629,12 +630,8 @@ static rt_kernel *tail_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, rt
   pthread_mutex_lock(&rt->mu);
   k = atomic_load_explicit(slot, memory_order_relaxed);
   if (!k) {
-    at_config c = main_kern->cfg;
-    snprintf(c.entry, sizeof c.entry, "%s", AT_A8W8_TAIL_ENTRY);
-    char params[256];
-    char *name = at_a8w8_tail_params(tile, ck, params, sizeof params) == 0 && at_config_set_params(&c, params) == AT_OK
-                     ? at_config_name_expr(&c)
-                     : NULL;
+    at_config c;
+    char *name = at_a8w8_tail_config(&main_kern->cfg, tile, ck, &c) == 0 ? at_config_name_expr(&c) : NULL;
     if (!name) {
       k = at_xcalloc(1, sizeof *k); /* not reached: the parameters are the library's own */
       k->name_expr = at_xstrdup(AT_A8W8_TAIL_ENTRY);
@@ -842,28 +839,16 @@ int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k
   rt_entry *e = get_entry(rt, 0, ctx, 1, n, k);
   if (!e) return AT_STATUS_ERROR;
 
-  /* What the calls at M = 1 .. m_max launch: the entries of the config set they take (one per
-   * kernel slot), and the tails the launch path plans for them (with the entries they were planned
-   * on): the same lookups and plans as the calls'. */
+  /* What the calls at M = 1 .. m_max launch: the entries of the config set they take, and the
+   * tails the launch path plans for them; each entry's kernel slot made once. */
+  at_a8w8_calls calls;
+  if (at_a8w8_calls_walk(&e->lookup.set, n, k, m_max, e->sm_count, at_source_untuned(e->lookup.source),
+                         rt->tail == AT_TAIL_ON, &calls))
+    return rt_fail(AT_STATUS_ERROR, "%s: %s: %s", FN, e->lookup.path, at_errmsg());
   int slot_entry[AT_MAX_ENTRIES];
-  unsigned char tail_on[3][2][AT_MAX_ENTRIES];
   for (int i = 0; i < AT_MAX_ENTRIES; i++) slot_entry[i] = -1;
-  memset(tail_on, 0, sizeof tail_on);
-  const int whole = at_source_untuned(e->lookup.source);
-  const char *names[AT_MAX_PARAMS];
-  at_params p = {0};
-  for (int64_t m = 1, last = -1; m <= m_max; m++) {
-    int entry;
-    const at_config *cfg = at_config_for_m(&e->lookup.set, m, &entry);
-    if (!cfg) return rt_fail(AT_STATUS_ERROR, "%s: no config for M=%lld in %s", FN, (long long)m, e->lookup.path);
-    if (slot_entry[e->slot[entry]] < 0) slot_entry[e->slot[entry]] = entry;
-    if (rt->tail != AT_TAIL_ON) continue;
-    if (entry != last) p = at_config_params(cfg, names), last = entry;
-    at_shape shape = {m, n, k};
-    at_a8w8_tail t;
-    at_a8w8_tail_plan(cfg->family, &p, &shape, e->sm_count, whole, &t);
-    if (t.split) tail_on[t.tile][t.cluster_k - 1][entry] = 1;
-  }
+  for (int i = 0; i < AT_MAX_ENTRIES; i++)
+    if (calls.entry[i] && slot_entry[e->slot[i]] < 0) slot_entry[e->slot[i]] = i;
 
   /* Each made as a call would make it: compiled (or taken from the compile cache) and loaded. */
   int ready = 0;
@@ -880,7 +865,7 @@ int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k
   for (int t = 0; t < 3; t++)
     for (int c = 0; c < 2; c++)
       for (int entry = 0; entry < AT_MAX_ENTRIES; entry++) {
-        if (!tail_on[t][c][entry]) continue;
+        if (!calls.tail[t][c][entry]) continue;
         rt_kernel *kern = entry_kernel(rt, op, ctx, e, entry, at_config_entry(&e->lookup.set, entry));
         if (kern->error) continue; /* said above; another entry may serve */
         ready += !tail_kernel(rt, op, ctx, e, kern, t, c + 1)->error;

@@ -20,6 +20,8 @@
  *     one stream and captured in a graph;
  *   - kernels made ready by at_runtime_prepare on an empty compile cache: no first call after it
  *     waits for a compile (each returns within 10 ms; a compile takes longer, which is checked);
+ *   - the same kernels compiled into a cache by `autotune warm` (argv[2]), for this GPU as probed and
+ *     as named without one: the same cubins; a runtime on that cache prepares without compiling;
  *   - a second runtime answering from a tuning DB (made by the autotune binary, argv[2]) that is
  *     rewritten three times while two threads call it, each time so that another config wins: the
  *     runtime must switch within five seconds;
@@ -696,12 +698,8 @@ static void tail_calls(void) {
 
 /* ---- kernels made ready at start-up ----------------------------------------------------------- */
 
-/* A runtime on configs_dir with a compile cache of its own, made empty. */
-static at_runtime *runtime_on_empty_cache(const char *configs_dir, const char *name) {
-  const char *tmp = getenv("AT_TEST_TMP") ? getenv("AT_TEST_TMP") : "/tmp";
-  char *cache = at_xasprintf("%s/%s-%d", tmp, name, (int)getpid());
-  char *cmd = at_xasprintf("rm -rf '%s'", cache);
-  if (system(cmd) != 0) fail("cannot empty %s", cache);
+/* A runtime on configs_dir with the compile cache `cache`. */
+static at_runtime *runtime_on_cache(const char *configs_dir, const char *cache) {
   at_runtime_options o = {0};
   o.configs_dir = configs_dir;
   o.cache_dir = cache;
@@ -709,7 +707,24 @@ static at_runtime *runtime_on_empty_cache(const char *configs_dir, const char *n
   o.pdl = PDL_MODE;
   at_runtime *rt = NULL;
   if (at_runtime_open(&o, &rt) != AT_STATUS_OK) fail("at_runtime_open: %s", at_runtime_last_error());
-  free(cmd), free(cache);
+  return rt;
+}
+
+/* A compile cache of the test's own, made empty: its path, malloc'd. */
+static char *empty_cache(const char *name) {
+  const char *tmp = getenv("AT_TEST_TMP") ? getenv("AT_TEST_TMP") : "/tmp";
+  char *cache = at_xasprintf("%s/%s-%d", tmp, name, (int)getpid());
+  char *cmd = at_xasprintf("rm -rf '%s'", cache);
+  if (system(cmd) != 0) fail("cannot empty %s", cache);
+  free(cmd);
+  return cache;
+}
+
+/* A runtime on configs_dir with a compile cache of its own, made empty. */
+static at_runtime *runtime_on_empty_cache(const char *configs_dir, const char *name) {
+  char *cache = empty_cache(name);
+  at_runtime *rt = runtime_on_cache(configs_dir, cache);
+  free(cache);
   return rt;
 }
 
@@ -783,6 +798,84 @@ static void prepared(const char *configs_dir) {
           kernels, NNK, prep, NNK * NMS, 1e3 * slowest, cold);
   CHECK(kernels >= NNK);
   CHECK(cold > PREPARED_CALL_S);
+}
+
+/* The cubins in a compile cache, sorted by name (their compile keys), one per line; malloc'd. */
+static char *cache_listing(const char *cache) {
+  char *cmd = at_xasprintf("cd '%s' 2>/dev/null && find . -name '*.cubin' | sort", cache);
+  FILE *f = popen(cmd, "r");
+  at_buf b = {0};
+  char line[512];
+  while (f && fgets(line, sizeof line, f)) at_buf_puts(&b, line);
+  if (f) pclose(f);
+  free(cmd);
+  return b.data ? b.data : at_xstrdup("");
+}
+
+/* `autotune warm` (docs/runtime.md): the same three (N, K) as the prepare phase, up to M = 4096,
+ * compiled by the CLI into an empty cache, once for this GPU as it probes it and once for the GPU
+ * named as a machine without one would name it (--device PRODUCT --arch --sm-count): the two caches
+ * hold the same cubins. A runtime on the first then prepares every kernel without compiling one (no
+ * cubin added) and its first calls each return within the prepared bound, every output checked.
+ * sm_90 GPUs only (said and skipped elsewhere, or without the autotune binary). */
+static void warmed(const char *exe, const char *configs_dir) {
+  if (!exe || CUR->g.info.cc != 90) {
+    fprintf(stderr, "stress: the warm phase skipped (%s)\n", exe ? "not an sm_90 GPU" : "no autotune binary given");
+    return;
+  }
+  static const int64_t NK[][2] = {{4096, 1024}, {1536, 1536}, {2560, 4096}};
+  static const int64_t MS[] = {1, 64, 200, 512, 3000, 4096};
+  enum { NNK = sizeof NK / sizeof NK[0], NMS = sizeof MS / sizeof MS[0] };
+  char *probed = empty_cache("stress-warm-probed"), *named = empty_cache("stress-warm-named");
+  char product[128], sms[16];
+  at_device_export_name(&CUR->g.info, 1, product, sizeof product);
+  snprintf(sms, sizeof sms, "%d", CUR->g.info.sm_count);
+  char *out = at_xasprintf("%s.txt", probed);
+  char *a[] = {(char *)exe, "warm", "--configs", (char *)configs_dir, "--cache", probed, "--m-max", "4096",
+               "4096,1024", "1536,1536", "2560,4096", NULL};
+  const double t0 = at_now_s();
+  int rc = proc_run(a, out, 900);
+  const double took = at_now_s() - t0;
+  char *text = slurp(out);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(strstr(text, product) != NULL); /* it answered for this GPU */
+  char *b[] = {(char *)exe, "warm", "--configs", (char *)configs_dir, "--cache", named, "--m-max", "4096",
+               "--device", product, "--arch", "sm_90a", "--sm-count", sms, "4096,1024", "1536,1536", "2560,4096", NULL};
+  CHECK_EQ_INT(proc_run(b, out, 900), 0);
+  char *listing = cache_listing(probed), *named_listing = cache_listing(named);
+  const int cubins = count_of(listing, ".cubin");
+  CHECK(cubins >= NNK);
+  CHECK(strcmp(listing, named_listing) == 0);
+  if (rc != 0) fprintf(stderr, "---- autotune warm (exit %d)\n%s----\n", rc, text);
+
+  at_runtime *const main_rt = RT;
+  RT = runtime_on_cache(configs_dir, probed);
+  int kernels = 0;
+  for (int i = 0; i < NNK; i++) {
+    int ready = 0;
+    if (at_runtime_prepare(RT, "gemm_a8w8_blockscale", NK[i][0], NK[i][1], 4096, &ready) != AT_STATUS_OK)
+      fail("warmed: at_runtime_prepare N=%lld K=%lld: %s", (long long)NK[i][0], (long long)NK[i][1],
+           at_runtime_last_error());
+    kernels += ready;
+  }
+  char *after = cache_listing(probed);
+  if (strcmp(after, listing) != 0) fail("warmed: the runtime compiled kernels warm had not:\n%s----\n%s", listing, after);
+  double slowest = 0;
+  for (int i = 0; i < NNK; i++)
+    for (int j = 0; j < NMS; j++) {
+      const double t = first_call(MS[j], NK[i][0], NK[i][1], SEED + 11 * (uint64_t)(i * NMS + j), "after warm");
+      if (t > PREPARED_CALL_S)
+        fail("after warm: the first call of M=%lld N=%lld K=%lld took %.3f s", (long long)MS[j], (long long)NK[i][0],
+             (long long)NK[i][1], t);
+      if (t > slowest) slowest = t;
+    }
+  at_runtime_close(RT);
+  RT = main_rt;
+  fprintf(stderr,
+          "stress: warm: %d cubins for %d (N, K) compiled by the CLI in %.1f s (the same named as %s, sm_90a, %s SMs); "
+          "a runtime on them prepared %d kernels compiling none; %d first calls, the slowest %.1f ms\n",
+          cubins, NNK, took, product, sms, kernels, NNK * NMS, 1e3 * slowest);
+  free(probed), free(named), free(out), free(text), free(listing), free(named_listing), free(after);
 }
 
 /* ---- a tuner rewriting the DB under the process ------------------------------------------------ */
@@ -1105,6 +1198,7 @@ int main(int argc, char **argv) {
   tail_calls();
   db_rewritten(argc > 2 ? argv[2] : NULL);
   prepared(dir);
+  warmed(argc > 2 ? argv[2] : NULL, dir);
   two_devices();
 
   fprintf(stderr,

@@ -1,0 +1,265 @@
+/* test_warm.c: `autotune warm` on the committed configs, no GPU (it compiles with NVRTC only):
+ *  - with the tail off, the kernels it compiles for 6144,4096 up to M = 3000 are exactly those the
+ *    runtime library selects (at_runtime_select, the launch path's lookup) at some M of 1 .. 3000;
+ *  - with the tail on and the SM count given, every tail `query` reports at M across that range
+ *    is among them too (named as the tail config's), and the rest are the runtime's selections;
+ *  - the cache then holds one cubin per kernel, and a second run compiles nothing;
+ *  - bad arguments exit 2 naming the argument; a cache that cannot store a kernel exits 1. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../engine/runtime/autotune.h"
+#include "check.h"
+#include "core/config.h"
+#include "core/util.h"
+#include "ops/gemm_a8w8_blockscale_calls.h"
+#include "proc.h"
+
+static const char *EXE;
+static char *TMP, *CONFIGS;
+static const char *OP = "gemm_a8w8_blockscale";
+
+enum { N = 6144, K = 4096, M_MAX = 3000 };
+
+/* Runs `autotune warm` with the arguments up to a NULL; its output in *out (malloc'd). */
+static int warm(char **out, ...) {
+  static const char *const pre[] = {"warm", NULL};
+  va_list ap;
+  va_start(ap, out);
+  int rc = proc_run_pre(EXE, pre, TMP, 900, out, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* The kernels a warm run listed ("  compiled  NAME (...)", "  cached    NAME"), one string each. */
+typedef struct names {
+  char **v;
+  int n;
+} names;
+
+static int has(const names *l, const char *name) {
+  for (int i = 0; i < l->n; i++)
+    if (strcmp(l->v[i], name) == 0) return 1;
+  return 0;
+}
+
+static void add(names *l, const char *name) {
+  if (has(l, name)) return;
+  l->v = realloc(l->v, sizeof *l->v * (size_t)(l->n + 1));
+  l->v[l->n++] = strdup(name);
+}
+
+static void free_names(names *l) {
+  for (int i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+}
+
+static names listed(const char *out, const char *status) {
+  names l = {0};
+  char prefix[32];
+  snprintf(prefix, sizeof prefix, "\n  %-9s ", status);
+  for (const char *p = out; (p = strstr(p, prefix));) {
+    p += strlen(prefix);
+    const char *end = strchr(p, '\n');
+    const char *paren = strstr(p, " (");
+    if (paren && paren < end) end = paren; /* " (0.61 s)" after a compiled one */
+    char name[512];
+    snprintf(name, sizeof name, "%.*s", (int)(end - p), p);
+    add(&l, name);
+  }
+  return l;
+}
+
+static int cubins_in(const char *dir) {
+  char *cmd = at_xasprintf("find '%s' -name '*.cubin' | wc -l", dir);
+  FILE *f = popen(cmd, "r");
+  int n = -1;
+  if (!f || fscanf(f, "%d", &n) != 1) n = -1;
+  if (f) pclose(f);
+  free(cmd);
+  return n;
+}
+
+/* The runtime's selections at every M of 1 .. M_MAX for device sm90, its tail off or on. */
+static names selections(int tail) {
+  at_runtime_options o = {0};
+  o.configs_dir = CONFIGS;
+  o.tail = tail ? AT_TAIL_ON : AT_TAIL_OFF;
+  at_runtime *rt = NULL;
+  names l = {0};
+  CHECK_EQ_INT(at_runtime_open(&o, &rt), AT_STATUS_OK);
+  for (int m = 1; rt && m <= M_MAX; m++) {
+    at_selection s;
+    if (at_runtime_select(rt, OP, m, N, K, "sm90", &s) != AT_STATUS_OK) {
+      CHECK(!"at_runtime_select failed");
+      break;
+    }
+    add(&l, s.kernel);
+  }
+  at_runtime_close(rt);
+  return l;
+}
+
+/* The tail config's kernel name for a tail "ROWSxCOLS" with CLUSTER_K ck (the template's). */
+static char *tail_name(const char *tile, int ck) {
+  int t = strcmp(tile, "128x128") == 0 ? 0 : strcmp(tile, "64x64") == 0 ? 1 : strcmp(tile, "128x256") == 0 ? 2 : -1;
+  at_config main = {0}, c;
+  snprintf(main.template_name, sizeof main.template_name, "gemm_a8w8_blockscale_sm90.cuh");
+  snprintf(main.family, sizeof main.family, "sm90");
+  if (t < 0 || at_a8w8_tail_config(&main, t, ck, &c) != 0) return NULL;
+  return at_config_name_expr(&c);
+}
+
+static void exact_without_tails(const char *cache) {
+  setenv("AUTOTUNE_TAIL", "off", 1);
+  char *out;
+  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--configs", CONFIGS, "--cache", cache, "--m-max", "3000", "6144,4096",
+                    NULL),
+               0);
+  unsetenv("AUTOTUNE_TAIL");
+  CHECK_CONTAINS(out, "tails off");
+  names w = listed(out, "compiled"), sel = selections(0);
+  CHECK(sel.n >= 3);
+  CHECK_EQ_INT(w.n, sel.n);
+  for (int i = 0; i < sel.n; i++)
+    if (!has(&w, sel.v[i])) {
+      fprintf(stderr, "warm did not compile %s\n", sel.v[i]);
+      CHECK(!"a selection missing");
+    }
+  CHECK_EQ_INT(cubins_in(cache), sel.n);
+  free_names(&w), free_names(&sel), free(out);
+}
+
+static void with_tails(const char *cache) {
+  char *out;
+  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--sm-count", "132", "--configs", CONFIGS, "--cache", cache, "--m-max",
+                    "3000", "--jobs", "2", "6144,4096", NULL),
+               0);
+  CHECK_CONTAINS(out, "tails for its SM count");
+  names compiled = listed(out, "compiled"), cached = listed(out, "cached"), all = {0};
+  for (int i = 0; i < compiled.n; i++) add(&all, compiled.v[i]);
+  for (int i = 0; i < cached.n; i++) add(&all, cached.v[i]);
+  names sel = selections(1);
+  /* Every selection, and every tail query plans at M across the range (the plan changes with M:
+   * multiples of 64, and M between them). */
+  for (int i = 0; i < sel.n; i++) CHECK(has(&all, sel.v[i]));
+  names tails = {0};
+  for (int m = 64; m <= M_MAX; m += m % 64 ? 64 - m % 64 : 37) { /* multiples of 64, and 37 past each */
+    char ms[16], path[4200];
+    snprintf(ms, sizeof ms, "%d", m);
+    snprintf(path, sizeof path, "%s/query.txt", TMP);
+    char *argv[] = {(char *)EXE, "query", "--op", (char *)OP, "-M", ms, "-N", "6144", "-K", "4096", "--device", "sm90",
+                    "--sm-count", "132", "--configs", CONFIGS, NULL};
+    CHECK_EQ_INT(proc_run(argv, path, 60), 0);
+    char *answer = slurp(path);
+    const char *tile = strstr(answer, "\"tile\": \"");
+    const char *ck = strstr(answer, "\"cluster_k\": ");
+    if (tile && ck) {
+      char t[16];
+      snprintf(t, sizeof t, "%.*s", (int)strcspn(tile + 9, "\""), tile + 9);
+      char *name = tail_name(t, atoi(ck + 13));
+      CHECK(name != NULL);
+      if (name && !has(&all, name)) {
+        fprintf(stderr, "M=%d: the tail %s is not warm's\n", m, name);
+        CHECK(!"a tail missing");
+      }
+      if (name) add(&tails, name);
+      free(name);
+    }
+    free(answer);
+  }
+  CHECK(tails.n >= 1); /* the range has tails (6144 x 4096 at M = 2560 and 3584 on 132 SMs) */
+  /* Nothing else: what is not a selection is a tail config. */
+  for (int i = 0; i < all.n; i++) {
+    int is_tail = 0;
+    for (int t = 0; t < 3; t++)
+      for (int ck = 1; ck <= 2; ck++) {
+        char *tn = tail_name(t == 0 ? "128x128" : t == 1 ? "64x64" : "128x256", ck);
+        is_tail |= tn && strcmp(tn, all.v[i]) == 0;
+        free(tn);
+      }
+    CHECK(is_tail || has(&sel, all.v[i]));
+  }
+  CHECK(all.n > sel.n);
+  CHECK(cached.n >= 3); /* the first run's kernels, already there */
+  CHECK_EQ_INT(cubins_in(cache), all.n);
+  free(out);
+
+  /* Again: nothing to compile. */
+  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--sm-count", "132", "--configs", CONFIGS, "--cache", cache, "--m-max",
+                    "3000", "6144,4096", NULL),
+               0);
+  names again = listed(out, "cached");
+  CHECK_EQ_INT(again.n, all.n);
+  CHECK_CONTAINS(out, "warm: 0 compiled");
+  CHECK_EQ_INT(cubins_in(cache), all.n);
+  free_names(&again), free_names(&compiled), free_names(&cached), free_names(&all), free_names(&sel);
+  free_names(&tails), free(out);
+}
+
+/* Each: the arguments, and what the error must say. */
+static void bad_arguments(const char *cache) {
+  static const struct {
+    const char *args[6];
+    const char *says;
+  } CASES[] = {
+      {{"--device", "sm90", NULL}, "no N,K given"},
+      {{"--device", "sm90", "4096x4096", NULL}, "'4096x4096' is not N,K"},
+      {{"--device", "sm90", "4096,", NULL}, "'4096,' is not N,K"},
+      {{"--device", "sm90", "1024,1000", NULL}, "N,K 1024,1000: K must be"},
+      {{"--device", "sm90", "--m-max", "0", "1024,1024", NULL}, "--m-max expects"},
+      {{"--device", "sm90", "--m-max", "2000000", "1024,1024", NULL}, "--m-max expects"},
+      {{"--device", "sm90", "--sm-count", "x", "1024,1024", NULL}, "--sm-count expects"},
+      {{"--device", "sm90", "--arch", "h100", "1024,1024", NULL}, "--arch: 'h100'"},
+      {{"--device", "sm90", "--op", "nope", "1024,1024", NULL}, "--op: 'nope'"},
+      {{"--device", "sm90", "--jobs", "0", "1024,1024", NULL}, "--jobs expects"},
+      {{"--device", "sm90", "--bogus", "1024,1024", NULL}, "unknown option '--bogus'"},
+      {{"--device", "NVIDIA_B300", "1024,1024", NULL}, "--arch is needed"},
+  };
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+    char *out;
+    const char *const *a = CASES[i].args;
+    int rc = warm(&out, "--configs", CONFIGS, "--cache", cache, a[0], a[1], a[2], a[3], a[4], a[5]);
+    CHECK_EQ_INT(rc, 2);
+    CHECK_CONTAINS(out, CASES[i].says);
+    free(out);
+  }
+  char *out;
+  CHECK_EQ_INT(warm(&out, "--help", NULL), 0);
+  CHECK_CONTAINS(out, "usage: autotune warm");
+  free(out);
+}
+
+/* A cache path under a regular file: the kernel compiles but cannot be stored. */
+static void unwritable_cache(void) {
+  char *file = at_path_join(TMP, "not-a-dir");
+  FILE *f = fopen(file, "w");
+  if (f) fclose(f);
+  char *cache = at_path_join(file, "cache");
+  setenv("AUTOTUNE_TAIL", "off", 1);
+  char *out;
+  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--configs", CONFIGS, "--cache", cache, "--m-max", "1", "1024,1024", NULL),
+               1);
+  unsetenv("AUTOTUNE_TAIL");
+  CHECK_CONTAINS(out, "could not store it");
+  CHECK_CONTAINS(out, "1 failed");
+  free(out), free(cache), free(file);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return fprintf(stderr, "usage: test_warm AUTOTUNE_EXE\n"), 2;
+  EXE = argv[1];
+  TMP = scratch_dir("warm");
+  const char *root = getenv("AT_TEST_SOURCE_ROOT");
+  CONFIGS = at_path_join(root ? root : ".", "configs");
+  char *cache = at_path_join(TMP, "cache");
+  bad_arguments(cache);
+  CHECK_EQ_INT(cubins_in(cache), 0); /* no argument error compiled anything */
+  exact_without_tails(cache);
+  with_tails(cache);
+  unwritable_cache();
+  free(cache), free(CONFIGS), free(TMP);
+  return check_summary();
+}
