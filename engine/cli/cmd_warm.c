@@ -21,6 +21,7 @@
 #include "../core/lookup.h"
 #include "../core/pool.h"
 #include "../core/progress.h"
+#include "../core/shapefile.h"
 #include "../core/util.h"
 #include "../ops/gemm_a8w8_blockscale_calls.h"
 #include "commands.h"
@@ -28,7 +29,8 @@
 
 static const char *USAGE =
     "usage: autotune warm [--device D] [--arch A] [--sm-count N] [--m-max M] [--tag TAG] [--db PATH]\n"
-    "                     [--configs DIR] [--cache DIR] [--jobs J] [--op OP] N,K [N,K ...]\n\n"
+    "                     [--configs DIR] [--cache DIR] [--jobs J] [--op OP] [--shapes FILE [--only NAMES]]\n"
+    "                     [N,K ...]\n\n"
     "Compiles into the compile cache every kernel the runtime library would launch for the calls\n"
     "of each N,K weight at M = 1 .. --m-max (as at_runtime_prepare makes them on a GPU), so that a\n"
     "process using that cache (AUTOTUNE_CACHE) serves its first calls without compiling. Needs no\n"
@@ -46,6 +48,8 @@ static const char *USAGE =
     "  --cache DIR    the compile cache (default $AUTOTUNE_CACHE, else ~/.cache/autotune)\n"
     "  --jobs J       compiles at once (default: the CPUs)\n"
     "  --op OP        the op (default gemm_a8w8_blockscale)\n"
+    "  --shapes FILE  also the weights (N, K) of a shape file (CSV or YAML, as tune's --shapes)\n"
+    "  --only NAMES   of its groups, these (comma-separated names, NAME/... and wildcards)\n"
     "AUTOTUNE_TAIL=off leaves the tails out, as it does in the runtime. Exit 1 when a kernel does not\n"
     "compile or cannot be stored, 2 on bad arguments.\n";
 
@@ -113,6 +117,13 @@ static int parse_nk(const at_op *op, const char *arg, int64_t *n, int64_t *k) {
   return AT_OK;
 }
 
+/* Appends (n, k) to the *count weights in nk unless it is there. */
+static void add_nk(int64_t (*nk)[2], int *count, int64_t n, int64_t k) {
+  for (int i = 0; i < *count; i++)
+    if (nk[i][0] == n && nk[i][1] == k) return;
+  nk[*count][0] = n, nk[*count][1] = k, ++*count;
+}
+
 /* The compile target: --arch; else the probed GPU's; else an arch name's (sm90 -> sm_90a); else
  * the answering file's (set_arch, may be ""). */
 static int target_arch(const char *given, const at_device_arg *dev, const char *set_arch, char out[16]) {
@@ -164,9 +175,10 @@ int cmd_warm(int argc, char **argv) {
       {"device", required_argument, 0, 'D'}, {"arch", required_argument, 0, 'a'},   {"sm-count", required_argument, 0, 's'},
       {"m-max", required_argument, 0, 'm'},  {"tag", required_argument, 0, 't'},    {"db", required_argument, 0, 'd'},
       {"configs", required_argument, 0, 'c'}, {"cache", required_argument, 0, 'C'}, {"jobs", required_argument, 0, 'j'},
-      {"op", required_argument, 0, 'o'},     {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+      {"op", required_argument, 0, 'o'},     {"shapes", required_argument, 0, 'S'}, {"only", required_argument, 0, 'O'},
+      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   const char *device = NULL, *arch_arg = NULL, *tag = NULL, *db_path = NULL, *configs = NULL, *cache = NULL;
-  const char *op_name = "gemm_a8w8_blockscale";
+  const char *op_name = "gemm_a8w8_blockscale", *shapes = NULL, *only = NULL;
   int64_t sm_arg = 0, m_max = 65536, jobs = 0;
   optind = 1;
   opterr = 0;
@@ -195,6 +207,8 @@ int cmd_warm(int argc, char **argv) {
     case 'c': configs = optarg; break;
     case 'C': cache = optarg; break;
     case 'o': op_name = optarg; break;
+    case 'S': shapes = optarg; break;
+    case 'O': only = optarg; break;
     case 'h': fputs(USAGE, stdout); return AT_OK;
     case ':': return at_fail(AT_ERR_INPUT, "warm: option %s needs a value (see --help)", argv[optind - 1]);
     default: return at_fail(AT_ERR_INPUT, "warm: unknown option '%s' (see --help)", argv[optind - 1]);
@@ -203,11 +217,22 @@ int cmd_warm(int argc, char **argv) {
   const at_op *op = at_op_find(op_name);
   if (!op || strcmp(op_name, "gemm_a8w8_blockscale") != 0)
     return at_fail(AT_ERR_INPUT, "warm: --op: '%s' is not an op the runtime launches (gemm_a8w8_blockscale)", op_name);
-  if (optind == argc) return at_fail(AT_ERR_INPUT, "warm: no N,K given (see --help)");
-  const int nweights = argc - optind;
-  int64_t(*nk)[2] = at_xmalloc(sizeof *nk * (size_t)nweights);
-  int rc = AT_OK;
-  for (int i = 0; i < nweights && !rc; i++) rc = parse_nk(op, argv[optind + i], &nk[i][0], &nk[i][1]);
+  if (only && !shapes) return at_fail(AT_ERR_INPUT, "warm: --only chooses groups of a --shapes file; none given");
+  if (optind == argc && !shapes) return at_fail(AT_ERR_INPUT, "warm: no N,K given, nor --shapes (see --help)");
+  at_shape_list file = {0};
+  if (shapes) {
+    AT_TRY(at_shapes_load(shapes, op, &file));
+    if (only && at_shapes_select(&file, only, shapes) != AT_OK) return at_shape_list_free(&file), AT_ERR_INPUT;
+  }
+  /* The weights: the arguments', then the file's, each once. */
+  int64_t(*nk)[2] = at_xmalloc(sizeof *nk * ((size_t)(argc - optind) + file.n + 1));
+  int nweights = 0, rc = AT_OK;
+  for (int i = optind; i < argc && !rc; i++) {
+    int64_t n, k;
+    if (!(rc = parse_nk(op, argv[i], &n, &k))) add_nk(nk, &nweights, n, k);
+  }
+  for (size_t i = 0; i < file.n; i++) add_nk(nk, &nweights, file.shapes[i].n, file.shapes[i].k);
+  at_shape_list_free(&file);
   const int tail = at_tail_env();
   if (!rc && tail < 0) rc = at_fail(AT_ERR_INPUT, "warm: AUTOTUNE_TAIL must be off or on (got \"%s\")", getenv("AUTOTUNE_TAIL"));
   if (!configs) {

@@ -4,6 +4,7 @@
  *  - with the tail on and the SM count given, every tail `query` reports at M across that range
  *    is among them too (named as the tail config's), and the rest are the runtime's selections;
  *  - the cache then holds one cubin per kernel, and a second run compiles nothing;
+ *  - --shapes adds the weights of a shape file's chosen groups, each once;
  *  - bad arguments exit 2 naming the argument; a cache that cannot store a kernel exits 1. */
 #include <dirent.h>
 #include <stdio.h>
@@ -217,6 +218,8 @@ static void bad_arguments(const char *cache) {
       {{"--device", "sm90", "--jobs", "0", "1024,1024", NULL}, "--jobs expects"},
       {{"--device", "sm90", "--bogus", "1024,1024", NULL}, "unknown option '--bogus'"},
       {{"--device", "NVIDIA_B300", "1024,1024", NULL}, "--arch is needed"},
+      {{"--device", "sm90", "--only", "x", "1024,1024", NULL}, "--only chooses groups of a --shapes file"},
+      {{"--device", "sm90", NULL}, "nor --shapes"},
   };
   for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
     char *out;
@@ -230,6 +233,33 @@ static void bad_arguments(const char *cache) {
   CHECK_EQ_INT(warm(&out, "--help", NULL), 0);
   CHECK_CONTAINS(out, "usage: autotune warm");
   free(out);
+}
+
+/* --shapes: the weights of the chosen groups of a shape file, each once, with those given; a bad
+ * file names its line. */
+static void from_a_shape_file(const char *cache) {
+  char *yaml = at_path_join(TMP, "weights.yaml");
+  const char *text = "shapes:\n"
+                     "  - {name: m/decode/a, N: 1024, K: 1024, M: [1, 16]}\n"
+                     "  - {name: m/prefill/a, N: 1024, K: 1024, M: [512]}\n"
+                     "  - {name: m/decode/b, N: 2048, K: 1024, M: [1]}\n"
+                     "  - {name: other/decode/c, N: 3072, K: 1024, M: [1]}\n";
+  at_write_file_atomic(yaml, text, strlen(text));
+  setenv("AUTOTUNE_TAIL", "off", 1);
+  char *out;
+  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--configs", CONFIGS, "--cache", cache, "--m-max", "1", "--shapes", yaml,
+                    "--only", "m", "2048,1024", NULL),
+               0);
+  CHECK_EQ_INT(count_of(out, "N=2048 K=1024:"), 1); /* given and in the file: once */
+  CHECK_EQ_INT(count_of(out, "N=1024 K=1024:"), 1); /* two groups of the file: once */
+  CHECK_EQ_INT(count_of(out, "N=3072 K=1024:"), 0); /* not chosen */
+  free(out);
+  const char *bad = "shapes:\n  - {name: x, N: 1001, K: 1024, M: [1]}\n";
+  at_write_file_atomic(yaml, bad, strlen(bad));
+  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--configs", CONFIGS, "--cache", cache, "--shapes", yaml, NULL), 2);
+  CHECK_CONTAINS(out, "weights.yaml:2:");
+  unsetenv("AUTOTUNE_TAIL");
+  free(out), free(yaml);
 }
 
 /* A cache path under a regular file: the kernel compiles but cannot be stored. */
@@ -259,6 +289,7 @@ int main(int argc, char **argv) {
   CHECK_EQ_INT(cubins_in(cache), 0); /* no argument error compiled anything */
   exact_without_tails(cache);
   with_tails(cache);
+  from_a_shape_file(cache);
   unwritable_cache();
   free(cache), free(CONFIGS), free(TMP);
   return check_summary();
