@@ -5,7 +5,10 @@
 #   - examples/gemm_a8w8_blockscale.c builds with `pkg-config --cflags --libs autotune` (plus the
 #     CUDA runtime and cuBLAS it uses itself) and starts (exit 0 on a GPU, 77 without one);
 #   - the installed `autotune --version` names its version and the copy's templates;
-#   - the installed `autotune --compile-only --arch sm_90a` compiles an installed search space.
+#   - the installed `autotune --compile-only --arch sm_90a` compiles an installed search space;
+#   - the installed `autotune warm` fills a cache with the same cubins (compile keys) as the build
+#     tree's on the source tree's templates: a cache warmed by an installed copy is the one its
+#     library (which reads the same installed templates) looks for.
 set -u
 build=$1 src=$2 example=$3
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/autotune-install.XXXXXX")
@@ -69,5 +72,18 @@ st=$?
 check "installed autotune --compile-only on an installed space" $st
 grep -q "compile: 4 ok, 0 failed" "$tmp/tune.log"; check "every candidate compiled" $?
 [ $st = 0 ] || cat "$tmp/tune.log" >&2
+
+for who in installed build; do
+  exe=$p/bin/autotune templates=
+  [ $who = build ] && exe=$build/autotune templates=$src/templates
+  AUTOTUNE_TEMPLATES=$templates AUTOTUNE_TAIL=off AUTOTUNE_PROGRESS=none "$exe" warm --device sm90 --m-max 1 \
+    --configs "$src/configs" --cache "$tmp/warm-$who" 1024,1024 >"$tmp/warm-$who.log" 2>&1
+  st=$?
+  check "$who autotune warm" $st
+  [ $st = 0 ] || cat "$tmp/warm-$who.log" >&2
+  (cd "$tmp/warm-$who" 2>/dev/null && find . -name '*.cubin' | sort) >"$tmp/warm-$who.txt"
+done
+[ -s "$tmp/warm-installed.txt" ] && cmp -s "$tmp/warm-installed.txt" "$tmp/warm-build.txt"
+check "installed and build-tree warm make the same cubins" $?
 
 exit $fail
