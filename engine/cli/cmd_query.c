@@ -123,7 +123,7 @@ int cmd_query(int argc, char **argv) {
   }
 
   at_device_arg dev;
-  AT_TRY(at_device_arg_resolve("query", device, configs, &dev));
+  AT_TRY(at_device_arg_resolve("query", device, configs, 1, &dev));
   if (sm_arg) dev.sm_count = (int)sm_arg;
   const char(*names)[128] = dev.names;
   const int sm_count = dev.sm_count; /* the probed GPU's, for the time model; a named device: the model's own */

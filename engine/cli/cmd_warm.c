@@ -5,10 +5,13 @@
  * options and arch, hence the same compile keys: jit.h). A deployment image built with it serves
  * its first calls without NVRTC.
  *
- * The answers depend on the device (its files, then its arch's) and, for the tails, on its SM
- * count: both are the GPU's when there is one, else given (--device, --sm-count). Without an SM
- * count every tail config is compiled for each entry that can have one: a superset of what any
- * GPU's plan launches. */
+ * The answers depend on the device (its files, then its arch's) and on its SM count (the time
+ * model's picks, the tail plan), and the compile keys on the arch the runtime compiles for there
+ * (at_arch_for_cc): all three are this machine's GPU's, or given together (--device, --arch for a
+ * product name, --sm-count), never guessed: a cache for the wrong GPU would fill without error and
+ * serve nothing. The sources are the runtime's defaults ($AUTOTUNE_CONFIGS, $AUTOTUNE_DB) unless
+ * named; a source named that cannot be read is an error, not a fallback to the built-in config. */
+#include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,16 +38,15 @@ static const char *USAGE =
     "of each N,K weight at M = 1 .. --m-max (as at_runtime_prepare makes them on a GPU), so that a\n"
     "process using that cache (AUTOTUNE_CACHE) serves its first calls without compiling. Needs no\n"
     "GPU: build it into a deployment image. Prints each kernel: compiled, cached or failed.\n\n"
-    "  --device D     the GPU the cache is for: a product name like NVIDIA_H200 (its files, then its\n"
-    "                 arch's) or an arch name like sm90 (default: this machine's GPU; without one,\n"
-    "                 the only device the configs have files for, or the one arch name among several)\n"
-    "  --arch A       the compile target, e.g. sm_90a (default: the GPU's; else from an arch name\n"
-    "                 --device, else the \"arch\" of the file that answers)\n"
-    "  --sm-count N   the GPU's SMs, for the runtime's tail plan (default: this machine's GPU's;\n"
-    "                 without one, every tail config of each entry: a superset)\n"
+    "  --device D     the GPU the cache is for, as it looks itself up: a product name like\n"
+    "                 NVIDIA_H200 (its files, then its arch's) or an arch name like sm90 (default:\n"
+    "                 this machine's GPU; without one, --device is needed)\n"
+    "  --arch A       with a product name: the arch the runtime compiles for on it, e.g. sm_90a\n"
+    "  --sm-count N   with --device: the GPU's SMs (the time model's picks and the tail depend on\n"
+    "                 them; 132 on an H100 SXM or an H200)\n"
     "  --m-max M      the largest M the calls have (default 65536, at most 1048576)\n"
-    "  --db PATH      look in this DB first, as the runtime given it does\n"
-    "  --configs DIR  exported files (default configs, when it exists)\n"
+    "  --db PATH      look in this DB first, as the runtime given it does (default $AUTOTUNE_DB)\n"
+    "  --configs DIR  exported files (default $AUTOTUNE_CONFIGS, else configs when it exists)\n"
     "  --cache DIR    the compile cache (default $AUTOTUNE_CACHE, else ~/.cache/autotune)\n"
     "  --jobs J       compiles at once (default: the CPUs)\n"
     "  --op OP        the op (default gemm_a8w8_blockscale)\n"
@@ -55,13 +57,13 @@ static const char *USAGE =
 
 enum { MAX_M_MAX = 1 << 20 };
 
-/* One kernel to make: a template instantiated, with what asked for it first. */
+/* One kernel to make: a template instantiated. */
 typedef struct kernel {
   char *template_name;
   char *name_expr;
   size_t source; /* index into warm.sources */
   at_jit_result res;
-  int rc; /* at_jit_compile's */
+  char *error; /* at_jit_compile failed (not a compile error: NVRTC itself), why */
 } kernel;
 
 typedef struct warm {
@@ -92,14 +94,15 @@ static size_t add_kernel(warm *w, const at_config *c) {
     w->nsources++;
   }
   if (w->n == w->cap) w->cap = w->cap ? 2 * w->cap : 32, w->k = at_xrealloc(w->k, sizeof *w->k * w->cap);
-  w->k[w->n] = (kernel){at_xstrdup(c->template_name), name, s, {0}, 0};
+  w->k[w->n] = (kernel){at_xstrdup(c->template_name), name, s, {0}, NULL};
   return w->n++;
 }
 
 static void compile_one(void *ctx, size_t i) {
   warm *w = ctx;
   kernel *k = &w->k[i];
-  k->rc = at_jit_compile(w->sources[k->source], k->name_expr, &w->opts, w->cache_dir, &k->res);
+  if (at_jit_compile(w->sources[k->source], k->name_expr, &w->opts, w->cache_dir, &k->res))
+    k->error = at_xstrdup(at_errmsg()); /* this thread's message */
 }
 
 /* "N,K" with both positive and a shape the op can run at M = 1. */
@@ -124,26 +127,55 @@ static void add_nk(int64_t (*nk)[2], int *count, int64_t n, int64_t k) {
   nk[*count][0] = n, nk[*count][1] = k, ++*count;
 }
 
-/* The compile target: --arch; else the probed GPU's; else an arch name's (sm90 -> sm_90a); else
- * the answering file's (set_arch, may be ""). */
-static int target_arch(const char *given, const at_device_arg *dev, const char *set_arch, char out[16]) {
-  if (given) return snprintf(out, 16, "%s", given), AT_OK;
-  int cc = dev->cc;
-  if (!cc && at_device_is_arch_name(dev->names[0])) cc = atoi(dev->names[0] + 2);
-  if (cc > 0) return at_arch_for_cc(cc, out), AT_OK;
-  if (set_arch && at_cc_of_arch(set_arch) > 0) return snprintf(out, 16, "%s", set_arch), AT_OK;
-  return at_fail(AT_ERR_INPUT, "warm: --arch is needed: no GPU here, %s is not an arch name and its answer names no arch",
-                 dev->names[0]);
+/* The GPU the cache is for, into dev and arch (see the top of the file). */
+static int target(const char *device, const char *arch_arg, int64_t sm_arg, at_device_arg *dev, char arch[16]) {
+  int cc = arch_arg ? at_cc_of_arch(arch_arg) : 0;
+  if (arch_arg) {
+    at_arch_for_cc(cc, arch);
+    if (strcmp(arch, arch_arg) != 0)
+      return at_fail(AT_ERR_INPUT, "warm: --arch %s: the runtime compiles for %s on a GPU of that arch; give that",
+                     arch_arg, arch);
+  }
+  if (!device) {
+    AT_TRY(at_device_arg_resolve("warm", NULL, NULL, 0, dev));
+    if (arch_arg && cc != dev->cc)
+      return at_fail(AT_ERR_INPUT, "warm: --arch %s: this machine's GPU (%s) is of compute capability %d.%d", arch_arg,
+                     dev->names[0], dev->cc / 10, dev->cc % 10);
+    cc = dev->cc;
+  } else {
+    memset(dev, 0, sizeof *dev);
+    snprintf(dev->names[0], sizeof dev->names[0], "%s", device);
+    if (at_device_is_arch_name(device)) {
+      const int named = atoi(device + 2);
+      if (arch_arg && named != cc)
+        return at_fail(AT_ERR_INPUT, "warm: --arch %s does not match --device %s", arch_arg, device);
+      cc = named;
+    } else if (!arch_arg) {
+      return at_fail(AT_ERR_INPUT, "warm: --arch is needed with a product name (--device %s): the arch the runtime "
+                                   "compiles for on it, e.g. sm_90a",
+                     device);
+    } else {
+      /* Its files, then its arch's, as the runtime on that GPU reads them. */
+      snprintf(dev->names[1], sizeof dev->names[1], "sm%d", cc);
+    }
+    if (!sm_arg)
+      return at_fail(AT_ERR_INPUT, "warm: --sm-count is needed with --device: the time model's picks and the tail "
+                                   "depend on the GPU's SM count (132 on an H100 SXM or an H200)");
+  }
+  if (sm_arg) dev->sm_count = (int)sm_arg;
+  at_arch_for_cc(cc, arch);
+  return AT_OK;
 }
 
 /* The kernels of one (N, K)'s calls added to w; prints what answered. */
-static int add_weight(warm *w, const at_lookup_req *q, int64_t m_max, int tail, const char *arch_arg,
-                      const at_device_arg *dev, char arch[16]) {
+static int add_weight(warm *w, const at_lookup_req *q, int64_t m_max, int tail) {
   at_lookup_result *r = at_xmalloc(sizeof *r); /* large: per-M configs */
   int rc = at_lookup(q, r);
   at_a8w8_calls calls;
   if (!rc) rc = at_a8w8_calls_walk(&r->set, q->n, q->k, m_max, q->sm_count, at_source_untuned(r->source), tail, &calls);
-  if (!rc && !arch[0]) rc = target_arch(arch_arg, dev, r->set.arch, arch);
+  if (!rc && r->source == AT_SRC_BUILTIN)
+    fprintf(stderr, "autotune: warm: warning: N=%lld K=%lld: no DB or file answers it for %s; its calls take the built-in config\n",
+            (long long)q->n, (long long)q->k, q->device_names[0]);
   const size_t before = w->n;
   size_t mine[AT_MAX_ENTRIES * 7]; /* this weight's kernels: an entry's and its tails' */
   int nmine = 0;
@@ -211,7 +243,9 @@ int cmd_warm(int argc, char **argv) {
     case 'O': only = optarg; break;
     case 'h': fputs(USAGE, stdout); return AT_OK;
     case ':': return at_fail(AT_ERR_INPUT, "warm: option %s needs a value (see --help)", argv[optind - 1]);
-    default: return at_fail(AT_ERR_INPUT, "warm: unknown option '%s' (see --help)", argv[optind - 1]);
+    default:
+      if (optopt) return at_fail(AT_ERR_INPUT, "warm: unknown option '-%c' (see --help)", optopt);
+      return at_fail(AT_ERR_INPUT, "warm: unknown option '%s' (see --help)", argv[optind - 1]);
     }
   }
   const at_op *op = at_op_find(op_name);
@@ -235,31 +269,32 @@ int cmd_warm(int argc, char **argv) {
   at_shape_list_free(&file);
   const int tail = at_tail_env();
   if (!rc && tail < 0) rc = at_fail(AT_ERR_INPUT, "warm: AUTOTUNE_TAIL must be off or on (got \"%s\")", getenv("AUTOTUNE_TAIL"));
-  if (!configs) {
-    FILE *f = fopen("configs", "r"); /* a directory opens for reading on Linux */
-    if (f) fclose(f), configs = "configs";
-  }
+  /* The sources, as the runtime's: named, else its environment variables, else ./configs. */
+  const char *env_configs = getenv("AUTOTUNE_CONFIGS"), *env_db = getenv("AUTOTUNE_DB");
+  const int configs_named = configs != NULL, db_named = db_path != NULL;
+  if (!configs && env_configs && *env_configs) configs = env_configs;
+  if (!db_path && env_db && *env_db) db_path = env_db;
+  DIR *d = configs ? opendir(configs) : opendir("configs");
+  if (d) closedir(d), configs = configs ? configs : "configs";
+  else if (!rc && configs_named) rc = at_fail(AT_ERR_INPUT, "warm: --configs %s: not a directory that can be read", configs);
+  else configs = configs && !configs_named ? configs : NULL; /* $AUTOTUNE_CONFIGS unreadable: the runtime skips it too */
   at_device_arg dev;
-  if (!rc) rc = at_device_arg_resolve("warm", device, configs, &dev);
-  if (rc) return free(nk), rc;
-  if (sm_arg) dev.sm_count = (int)sm_arg;
-  /* A product named with its arch: its files, then the arch's, as the runtime on that GPU reads
-   * them (the lookup finds the arch of a product it has files for by itself). */
-  if (device && arch_arg && !at_device_is_arch_name(device))
-    snprintf(dev.names[1], sizeof dev.names[1], "sm%d", at_cc_of_arch(arch_arg));
+  char arch[16];
+  if (!rc) rc = target(device, arch_arg, sm_arg, &dev, arch);
   at_store *db = NULL;
-  if (db_path && at_store_open_readonly(db_path, &db) != AT_OK)
-    fprintf(stderr, "autotune: warm: warning: DB %s unusable (%s); trying the next source\n", db_path, at_errmsg());
+  if (!rc && db_path && at_store_open_readonly(db_path, &db) != AT_OK) {
+    if (db_named) rc = at_fail(AT_ERR_INPUT, "warm: --db %s: %s", db_path, at_errmsg());
+    else fprintf(stderr, "autotune: warm: warning: $AUTOTUNE_DB %s unusable (%s); trying the next source\n", db_path, at_errmsg());
+  }
+  if (rc) return free(nk), rc;
   if (device) at_device_arg_warn_unknown("warm", device, dev.names[1][0] ? dev.names[1] : NULL, db, configs);
 
   /* What the calls launch, weight by weight, as the runtime would look it up. */
   warm w = {0};
-  char arch[16] = "";
-  if (arch_arg) snprintf(arch, sizeof arch, "%s", arch_arg);
   for (int i = 0; i < nweights && !rc; i++) {
     at_lookup_req q = {op_name, tag, {dev.names[0], dev.names[1][0] ? dev.names[1] : NULL}, nk[i][0], nk[i][1], db,
                        configs, NULL, dev.sm_count, !tail};
-    rc = add_weight(&w, &q, m_max, tail, arch_arg, &dev, arch);
+    rc = add_weight(&w, &q, m_max, tail);
   }
   at_store_close(db);
   free(nk);
@@ -270,9 +305,8 @@ int cmd_warm(int argc, char **argv) {
     return rc;
   }
   char *cache_dir = cache ? at_xstrdup(cache) : at_cache_dir();
-  printf("warm: %zu kernels for %s (%s, %s) up to M = %lld, into %s\n", w.n, dev.names[0], arch,
-         !tail ? "tails off" : dev.sm_count ? "tails for its SM count" : "every tail: no SM count", (long long)m_max,
-         cache_dir);
+  printf("warm: %zu kernels for %s (%s, %d SMs%s) up to M = %lld, into %s\n", w.n, dev.names[0], arch, dev.sm_count,
+         tail ? "" : ", tails off", (long long)m_max, cache_dir);
   fflush(stdout);
 
   /* Compiled in threads, each from its template's source (loaded once). */
@@ -294,7 +328,7 @@ int cmd_warm(int argc, char **argv) {
     at_progress_finish(bar, NULL);
     for (size_t i = 0; i < w.n; i++) {
       kernel *k = &w.k[i];
-      char *why = k->rc ? at_xstrdup("NVRTC failed")
+      char *why = k->error ? at_xasprintf("NVRTC failed: %s", k->error)
                   : !k->res.ok ? at_jit_first_error(k->res.log)
                   : k->res.cache_unwritable ? at_xasprintf("the cache %s could not store it", cache_dir)
                                             : NULL;
@@ -316,7 +350,8 @@ int cmd_warm(int argc, char **argv) {
     printf("warm: %d compiled (%.1f s of NVRTC), %d already cached, %d failed, in %.1f s\n", compiled, nvrtc_s, cached,
            failed, at_now_s() - t0);
   if (!rc && failed) rc = at_fail(AT_ERR_RUNTIME, "warm: %d of %zu kernels failed (listed above)", failed, w.n);
-  for (size_t i = 0; i < w.n; i++) free(w.k[i].template_name), free(w.k[i].name_expr), at_jit_result_free(&w.k[i].res);
+  for (size_t i = 0; i < w.n; i++)
+    free(w.k[i].template_name), free(w.k[i].name_expr), free(w.k[i].error), at_jit_result_free(&w.k[i].res);
   for (size_t s = 0; s < w.nsources; s++) free(w.template_names[s]), at_jit_source_free(w.sources[s]);
   free(w.k), free(w.template_names), free(w.sources), free(cache_dir);
   return rc;

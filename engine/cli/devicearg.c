@@ -100,7 +100,7 @@ static int device_from_configs(const char *cmd, const char *dir, char *out, size
   return rc;
 }
 
-int at_device_arg_resolve(const char *cmd, const char *device, const char *configs, at_device_arg *out) {
+int at_device_arg_resolve(const char *cmd, const char *device, const char *configs, int infer, at_device_arg *out) {
   memset(out, 0, sizeof *out);
   if (device) {
     snprintf(out->names[0], sizeof out->names[0], "%s", device);
@@ -116,8 +116,10 @@ int at_device_arg_resolve(const char *cmd, const char *device, const char *confi
     out->cc = devs[0].cc;
     at_device_export_name(&devs[0], 1, out->names[0], sizeof out->names[0]);
     at_device_export_name(&devs[0], 0, out->names[1], sizeof out->names[1]);
-  } else {
+  } else if (infer) {
     rc = device_from_configs(cmd, configs, out->names[0], sizeof out->names[0]);
+  } else {
+    rc = at_fail(AT_ERR_INPUT, "%s: --device is needed: there is no GPU here (%s)", cmd, why);
   }
   free(devs);
   return rc;

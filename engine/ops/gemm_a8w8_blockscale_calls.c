@@ -18,13 +18,6 @@ int at_a8w8_calls_walk(const at_config_set *set, int64_t n, int64_t k, int64_t m
     if (!cfg) return at_fail(AT_ERR_RUNTIME, "no config for M=%lld", (long long)m);
     out->entry[entry] = 1;
     if (!tail) continue;
-    if (sm_count < 1) {
-      char buf[256];
-      if (strcmp(cfg->family, "sm90") == 0)
-        for (int t = 0; t < 3; t++)
-          for (int c = 0; c < 2; c++) out->tail[t][c][entry] = at_a8w8_tail_params(t, c + 1, buf, sizeof buf) == 0;
-      continue;
-    }
     if (entry != last) p = at_config_params(cfg, names), last = entry;
     const at_shape shape = {m, n, k};
     at_a8w8_tail t;

@@ -17,11 +17,10 @@ typedef struct at_a8w8_calls {
                                                calls of this entry */
 } at_a8w8_calls;
 
-/* Walks M = 1 .. m_max. tail 0: the runtime's tail is off (no tails). sm_count 0: the GPU's SM
- * count is not known, so the plan cannot be made: every tail config is marked on each entry of
- * the sm90 family taken (a superset of what any GPU plans). whole: the answer is a guess for an
- * (N, K) nobody tuned (at_source_untuned). AT_ERR_RUNTIME naming the M when the set has no config
- * for it. */
+/* Walks M = 1 .. m_max on a GPU of sm_count SMs. tail 0: the runtime's tail is off (no tails).
+ * whole: the answer is a guess for an (N, K) nobody tuned (at_source_untuned). AT_ERR_RUNTIME
+ * naming the M when the set has no config for it. The SM count cannot be left out: it decides the
+ * tail plan here, and the time model's picks in the set already. */
 int at_a8w8_calls_walk(const at_config_set *set, int64_t n, int64_t k, int64_t m_max, int sm_count, int whole,
                        int tail, at_a8w8_calls *out);
 

@@ -816,7 +816,8 @@ static char *cache_listing(const char *cache) {
  * compiled by the CLI into an empty cache, once for this GPU as it probes it and once for the GPU
  * named as a machine without one would name it (--device PRODUCT --arch --sm-count): the two caches
  * hold the same cubins. A runtime on the first then prepares every kernel without compiling one (no
- * cubin added) and its first calls each return within the prepared bound, every output checked.
+ * cubin added), and its first calls add none either and each return within the prepared bound,
+ * every output checked. (The CLI probes the first GPU; the test runs this on GPU 0.)
  * sm_90 GPUs only (said and skipped elsewhere, or without the autotune binary). */
 static void warmed(const char *exe, const char *configs_dir) {
   if (!exe || CUR->g.info.cc != 90) {
@@ -869,6 +870,10 @@ static void warmed(const char *exe, const char *configs_dir) {
              (long long)NK[i][1], t);
       if (t > slowest) slowest = t;
     }
+  char *calls_after = cache_listing(probed);
+  if (strcmp(calls_after, listing) != 0) fail("warmed: the first calls compiled kernels warm had not:\n%s", calls_after);
+  CHECK(kernels >= NNK);
+  free(calls_after);
   at_runtime_close(RT);
   RT = main_rt;
   fprintf(stderr,

@@ -76,7 +76,7 @@ grep -q "compile: 4 ok, 0 failed" "$tmp/tune.log"; check "every candidate compil
 for who in installed build; do
   exe=$p/bin/autotune templates=
   [ $who = build ] && exe=$build/autotune templates=$src/templates
-  AUTOTUNE_TEMPLATES=$templates AUTOTUNE_TAIL=off AUTOTUNE_PROGRESS=none "$exe" warm --device sm90 --m-max 1 \
+  AUTOTUNE_TEMPLATES=$templates AUTOTUNE_TAIL=off AUTOTUNE_PROGRESS=none "$exe" warm --device sm90 --sm-count 132 --m-max 1 \
     --configs "$src/configs" --cache "$tmp/warm-$who" 1024,1024 >"$tmp/warm-$who.log" 2>&1
   st=$?
   check "$who autotune warm" $st

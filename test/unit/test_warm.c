@@ -1,9 +1,9 @@
 /* test_warm.c: `autotune warm` on the committed configs, no GPU (it compiles with NVRTC only):
  *  - with the tail off, the kernels it compiles for 6144,4096 up to M = 3000 are exactly those the
  *    runtime library selects (at_runtime_select, the launch path's lookup) at some M of 1 .. 3000;
- *  - with the tail on and the SM count given, every tail `query` reports at M across that range
- *    is among them too (named as the tail config's), and the rest are the runtime's selections;
- *  - the cache then holds one cubin per kernel, and a second run compiles nothing;
+ *  - with the tail on, exactly those and the tails the op's plan gives each selection on 132 SMs;
+ *  - the cache then holds exactly their cubins under the keys the runtime computes for sm_90a
+ *    (the arch it compiles for on an sm_90 GPU), and a second run compiles nothing;
  *  - --shapes adds the weights of a shape file's chosen groups, each once;
  *  - bad arguments exit 2 naming the argument; a cache that cannot store a kernel exits 1. */
 #include <dirent.h>
@@ -14,8 +14,11 @@
 #include "../../engine/runtime/autotune.h"
 #include "check.h"
 #include "core/config.h"
+#include "core/jit.h"
+#include "core/lookup.h"
 #include "core/util.h"
 #include "ops/gemm_a8w8_blockscale_calls.h"
+#include "ops/gemm_a8w8_blockscale_tail.h"
 #include "proc.h"
 
 static const char *EXE;
@@ -83,7 +86,19 @@ static int cubins_in(const char *dir) {
   return n;
 }
 
-/* The runtime's selections at every M of 1 .. M_MAX for device sm90, its tail off or on. */
+/* The tail config's kernel name for a tail "ROWSxCOLS" with CLUSTER_K ck (the template's). */
+static char *tail_name(const char *tile, int ck) {
+  int t = strcmp(tile, "128x128") == 0 ? 0 : strcmp(tile, "64x64") == 0 ? 1 : strcmp(tile, "128x256") == 0 ? 2 : -1;
+  at_config main = {0}, c;
+  snprintf(main.template_name, sizeof main.template_name, "gemm_a8w8_blockscale_sm90.cuh");
+  snprintf(main.family, sizeof main.family, "sm90");
+  if (t < 0 || at_a8w8_tail_config(&main, t, ck, &c) != 0) return NULL;
+  return at_config_name_expr(&c);
+}
+
+/* The runtime's selections at every M of 1 .. M_MAX for device sm90 (named: its SM count is the
+ * time model's own, 132, which the warm runs give), its tail off or on; with the tail, each with
+ * the tail the op's plan gives it on 132 SMs, as the launch path plans it. */
 static names selections(int tail) {
   at_runtime_options o = {0};
   o.configs_dir = CONFIGS;
@@ -98,26 +113,58 @@ static names selections(int tail) {
       break;
     }
     add(&l, s.kernel);
+    if (!tail || strncmp(s.kernel, "gemm_a8w8_blockscale_sm90<", 26) != 0) continue;
+    at_config c = {0};
+    snprintf(c.family, sizeof c.family, "sm90");
+    CHECK_EQ_INT(at_config_set_params(&c, s.params), AT_OK);
+    const char *pn[AT_MAX_PARAMS];
+    const at_params p = at_config_params(&c, pn);
+    const at_shape shape = {m, N, K};
+    at_a8w8_tail t;
+    at_a8w8_tail_plan("sm90", &p, &shape, 132, at_source_name_untuned(s.source), &t);
+    if (!t.split) continue;
+    int rows, cols;
+    char tile[16];
+    at_a8w8_tail_tile(t.tile, &rows, &cols);
+    snprintf(tile, sizeof tile, "%dx%d", rows, cols);
+    char *name = tail_name(tile, t.cluster_k);
+    CHECK(name != NULL);
+    if (name) add(&l, name);
+    free(name);
   }
   at_runtime_close(rt);
   return l;
 }
 
-/* The tail config's kernel name for a tail "ROWSxCOLS" with CLUSTER_K ck (the template's). */
-static char *tail_name(const char *tile, int ck) {
-  int t = strcmp(tile, "128x128") == 0 ? 0 : strcmp(tile, "64x64") == 0 ? 1 : strcmp(tile, "128x256") == 0 ? 2 : -1;
-  at_config main = {0}, c;
-  snprintf(main.template_name, sizeof main.template_name, "gemm_a8w8_blockscale_sm90.cuh");
-  snprintf(main.family, sizeof main.family, "sm90");
-  if (t < 0 || at_a8w8_tail_config(&main, t, ck, &c) != 0) return NULL;
-  return at_config_name_expr(&c);
+/* The cache's cubins are exactly those of these kernels under the keys the runtime computes for
+ * them on an sm_90 GPU (its load_module: the template from the templates directory, arch
+ * sm_90a, no PCH). */
+static void keys_are_the_runtimes(const char *cache, const names *kernels) {
+  char *path = at_path_join(at_templates_dir(), "gemm_a8w8_blockscale_sm90.cuh");
+  at_jit_source *src = NULL;
+  CHECK_EQ_INT(at_jit_source_load(path, at_templates_dir(), &src), AT_OK);
+  const at_jit_options o = {"sm_90a", 0};
+  int found = 0;
+  for (int i = 0; src && i < kernels->n; i++) {
+    char key[65];
+    at_jit_key(src, kernels->v[i], &o, key);
+    char *file = at_xasprintf("%s/%.2s/%s.cubin", cache, key, key);
+    FILE *f = fopen(file, "rb");
+    if (f) fclose(f), found++;
+    else fprintf(stderr, "no cubin under the runtime's key for %s\n", kernels->v[i]);
+    free(file);
+  }
+  CHECK_EQ_INT(found, kernels->n);
+  CHECK_EQ_INT(cubins_in(cache), kernels->n);
+  at_jit_source_free(src);
+  free(path);
 }
 
 static void exact_without_tails(const char *cache) {
   setenv("AUTOTUNE_TAIL", "off", 1);
   char *out;
-  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--configs", CONFIGS, "--cache", cache, "--m-max", "3000", "6144,4096",
-                    NULL),
+  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--sm-count", "132", "--configs", CONFIGS, "--cache", cache, "--m-max",
+                    "3000", "6144,4096", NULL),
                0);
   unsetenv("AUTOTUNE_TAIL");
   CHECK_CONTAINS(out, "tails off");
@@ -129,7 +176,7 @@ static void exact_without_tails(const char *cache) {
       fprintf(stderr, "warm did not compile %s\n", sel.v[i]);
       CHECK(!"a selection missing");
     }
-  CHECK_EQ_INT(cubins_in(cache), sel.n);
+  keys_are_the_runtimes(cache, &sel);
   free_names(&w), free_names(&sel), free(out);
 }
 
@@ -138,54 +185,21 @@ static void with_tails(const char *cache) {
   CHECK_EQ_INT(warm(&out, "--device", "sm90", "--sm-count", "132", "--configs", CONFIGS, "--cache", cache, "--m-max",
                     "3000", "--jobs", "2", "6144,4096", NULL),
                0);
-  CHECK_CONTAINS(out, "tails for its SM count");
+  CHECK_CONTAINS(out, "(sm_90a, 132 SMs)");
   names compiled = listed(out, "compiled"), cached = listed(out, "cached"), all = {0};
   for (int i = 0; i < compiled.n; i++) add(&all, compiled.v[i]);
   for (int i = 0; i < cached.n; i++) add(&all, cached.v[i]);
-  names sel = selections(1);
-  /* Every selection, and every tail query plans at M across the range (the plan changes with M:
-   * multiples of 64, and M between them). */
-  for (int i = 0; i < sel.n; i++) CHECK(has(&all, sel.v[i]));
-  names tails = {0};
-  for (int m = 64; m <= M_MAX; m += m % 64 ? 64 - m % 64 : 37) { /* multiples of 64, and 37 past each */
-    char ms[16], path[4200];
-    snprintf(ms, sizeof ms, "%d", m);
-    snprintf(path, sizeof path, "%s/query.txt", TMP);
-    char *argv[] = {(char *)EXE, "query", "--op", (char *)OP, "-M", ms, "-N", "6144", "-K", "4096", "--device", "sm90",
-                    "--sm-count", "132", "--configs", CONFIGS, NULL};
-    CHECK_EQ_INT(proc_run(argv, path, 60), 0);
-    char *answer = slurp(path);
-    const char *tile = strstr(answer, "\"tile\": \"");
-    const char *ck = strstr(answer, "\"cluster_k\": ");
-    if (tile && ck) {
-      char t[16];
-      snprintf(t, sizeof t, "%.*s", (int)strcspn(tile + 9, "\""), tile + 9);
-      char *name = tail_name(t, atoi(ck + 13));
-      CHECK(name != NULL);
-      if (name && !has(&all, name)) {
-        fprintf(stderr, "M=%d: the tail %s is not warm's\n", m, name);
-        CHECK(!"a tail missing");
-      }
-      if (name) add(&tails, name);
-      free(name);
+  names want = selections(1);
+  CHECK_EQ_INT(all.n, want.n);
+  for (int i = 0; i < want.n; i++)
+    if (!has(&all, want.v[i])) {
+      fprintf(stderr, "warm did not compile %s\n", want.v[i]);
+      CHECK(!"a kernel missing");
     }
-    free(answer);
-  }
-  CHECK(tails.n >= 1); /* the range has tails (6144 x 4096 at M = 2560 and 3584 on 132 SMs) */
-  /* Nothing else: what is not a selection is a tail config. */
-  for (int i = 0; i < all.n; i++) {
-    int is_tail = 0;
-    for (int t = 0; t < 3; t++)
-      for (int ck = 1; ck <= 2; ck++) {
-        char *tn = tail_name(t == 0 ? "128x128" : t == 1 ? "64x64" : "128x256", ck);
-        is_tail |= tn && strcmp(tn, all.v[i]) == 0;
-        free(tn);
-      }
-    CHECK(is_tail || has(&sel, all.v[i]));
-  }
-  CHECK(all.n > sel.n);
+  names sel = selections(0);
+  CHECK(want.n > sel.n); /* the range has tails (6144 x 4096 at M = 2560 and 3584 on 132 SMs) */
   CHECK(cached.n >= 3); /* the first run's kernels, already there */
-  CHECK_EQ_INT(cubins_in(cache), all.n);
+  keys_are_the_runtimes(cache, &want);
   free(out);
 
   /* Again: nothing to compile. */
@@ -197,13 +211,13 @@ static void with_tails(const char *cache) {
   CHECK_CONTAINS(out, "warm: 0 compiled");
   CHECK_EQ_INT(cubins_in(cache), all.n);
   free_names(&again), free_names(&compiled), free_names(&cached), free_names(&all), free_names(&sel);
-  free_names(&tails), free(out);
+  free_names(&want), free(out);
 }
 
 /* Each: the arguments, and what the error must say. */
 static void bad_arguments(const char *cache) {
   static const struct {
-    const char *args[6];
+    const char *args[8];
     const char *says;
   } CASES[] = {
       {{"--device", "sm90", NULL}, "no N,K given"},
@@ -217,19 +231,27 @@ static void bad_arguments(const char *cache) {
       {{"--device", "sm90", "--op", "nope", "1024,1024", NULL}, "--op: 'nope'"},
       {{"--device", "sm90", "--jobs", "0", "1024,1024", NULL}, "--jobs expects"},
       {{"--device", "sm90", "--bogus", "1024,1024", NULL}, "unknown option '--bogus'"},
-      {{"--device", "NVIDIA_B300", "1024,1024", NULL}, "--arch is needed"},
+      {{"--device", "NVIDIA_B300", "--sm-count", "148", "1024,1024", NULL}, "--arch is needed"},
+      {{"--device", "sm90", "1024,1024", NULL}, "--sm-count is needed"},
+      {{"--device", "sm90", "--arch", "sm_90", "--sm-count", "132", "1024,1024"}, "compiles for sm_90a"},
+      {{"--device", "sm90", "--arch", "sm_100a", "--sm-count", "132", "1024,1024"}, "does not match --device sm90"},
+      {{"--device", "sm90", "--sm-count", "132", "--db", "/nonexistent/x.db", "1024,1024"}, "--db /nonexistent/x.db"},
+      {{"--device", "sm90", "-4096,1024", NULL}, "unknown option '-4'"},
       {{"--device", "sm90", "--only", "x", "1024,1024", NULL}, "--only chooses groups of a --shapes file"},
       {{"--device", "sm90", NULL}, "nor --shapes"},
   };
   for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
     char *out;
     const char *const *a = CASES[i].args;
-    int rc = warm(&out, "--configs", CONFIGS, "--cache", cache, a[0], a[1], a[2], a[3], a[4], a[5]);
+    int rc = warm(&out, "--configs", CONFIGS, "--cache", cache, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], NULL);
     CHECK_EQ_INT(rc, 2);
     CHECK_CONTAINS(out, CASES[i].says);
     free(out);
   }
   char *out;
+  CHECK_EQ_INT(warm(&out, "--configs", "/nonexistent", "--device", "sm90", "--sm-count", "132", "1024,1024", NULL), 2);
+  CHECK_CONTAINS(out, "--configs /nonexistent: not a directory");
+  free(out);
   CHECK_EQ_INT(warm(&out, "--help", NULL), 0);
   CHECK_CONTAINS(out, "usage: autotune warm");
   free(out);
@@ -247,7 +269,7 @@ static void from_a_shape_file(const char *cache) {
   at_write_file_atomic(yaml, text, strlen(text));
   setenv("AUTOTUNE_TAIL", "off", 1);
   char *out;
-  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--configs", CONFIGS, "--cache", cache, "--m-max", "1", "--shapes", yaml,
+  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--sm-count", "132", "--configs", CONFIGS, "--cache", cache, "--m-max", "1", "--shapes", yaml,
                     "--only", "m", "2048,1024", NULL),
                0);
   CHECK_EQ_INT(count_of(out, "N=2048 K=1024:"), 1); /* given and in the file: once */
@@ -256,7 +278,7 @@ static void from_a_shape_file(const char *cache) {
   free(out);
   const char *bad = "shapes:\n  - {name: x, N: 1001, K: 1024, M: [1]}\n";
   at_write_file_atomic(yaml, bad, strlen(bad));
-  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--configs", CONFIGS, "--cache", cache, "--shapes", yaml, NULL), 2);
+  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--sm-count", "132", "--configs", CONFIGS, "--cache", cache, "--shapes", yaml, NULL), 2);
   CHECK_CONTAINS(out, "weights.yaml:2:");
   unsetenv("AUTOTUNE_TAIL");
   free(out), free(yaml);
@@ -270,7 +292,7 @@ static void unwritable_cache(void) {
   char *cache = at_path_join(file, "cache");
   setenv("AUTOTUNE_TAIL", "off", 1);
   char *out;
-  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--configs", CONFIGS, "--cache", cache, "--m-max", "1", "1024,1024", NULL),
+  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--sm-count", "132", "--configs", CONFIGS, "--cache", cache, "--m-max", "1", "1024,1024", NULL),
                1);
   unsetenv("AUTOTUNE_TAIL");
   CHECK_CONTAINS(out, "could not store it");
@@ -281,6 +303,8 @@ static void unwritable_cache(void) {
 int main(int argc, char **argv) {
   if (argc < 2) return fprintf(stderr, "usage: test_warm AUTOTUNE_EXE\n"), 2;
   EXE = argv[1];
+  /* The runtime's and warm's defaults read these: the test names every source itself. */
+  unsetenv("AUTOTUNE_TAIL"), unsetenv("AUTOTUNE_DB"), unsetenv("AUTOTUNE_CONFIGS");
   TMP = scratch_dir("warm");
   const char *root = getenv("AT_TEST_SOURCE_ROOT");
   CONFIGS = at_path_join(root ? root : ".", "configs");
