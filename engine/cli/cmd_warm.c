@@ -46,7 +46,7 @@ static const char *USAGE =
     "                 them; 132 on an H100 SXM or an H200)\n"
     "  --m-max M      the largest M the calls have (default 65536, at most 1048576)\n"
     "  --db PATH      look in this DB first, as the runtime given it does (default $AUTOTUNE_DB)\n"
-    "  --configs DIR  exported files (default $AUTOTUNE_CONFIGS, else configs when it exists)\n"
+    "  --configs DIR  exported files (default $AUTOTUNE_CONFIGS, as the runtime's; no default else)\n"
     "  --cache DIR    the compile cache (default $AUTOTUNE_CACHE, else ~/.cache/autotune)\n"
     "  --jobs J       compiles at once (default: the CPUs)\n"
     "  --op OP        the op (default gemm_a8w8_blockscale)\n"
@@ -146,10 +146,15 @@ static int target(const char *device, const char *arch_arg, int64_t sm_arg, at_d
     memset(dev, 0, sizeof *dev);
     snprintf(dev->names[0], sizeof dev->names[0], "%s", device);
     if (at_device_is_arch_name(device)) {
-      const int named = atoi(device + 2);
+      char *end;
+      const long named = strtol(device + 2, &end, 10);
+      char probe[16];
+      at_arch_for_cc((int)(named > 0 && named < 1000 ? named : 0), probe);
+      if (*end || named <= 0 || named >= 1000 || at_cc_of_arch(probe) <= 0)
+        return at_fail(AT_ERR_INPUT, "warm: --device %s: not an arch name like sm90", device);
       if (arch_arg && named != cc)
         return at_fail(AT_ERR_INPUT, "warm: --arch %s does not match --device %s", arch_arg, device);
-      cc = named;
+      cc = (int)named;
     } else if (!arch_arg) {
       return at_fail(AT_ERR_INPUT, "warm: --arch is needed with a product name (--device %s): the arch the runtime "
                                    "compiles for on it, e.g. sm_90a",
@@ -244,7 +249,8 @@ int cmd_warm(int argc, char **argv) {
     case 'h': fputs(USAGE, stdout); return AT_OK;
     case ':': return at_fail(AT_ERR_INPUT, "warm: option %s needs a value (see --help)", argv[optind - 1]);
     default:
-      if (optopt) return at_fail(AT_ERR_INPUT, "warm: unknown option '-%c' (see --help)", optopt);
+      if (optopt && strncmp(argv[optind - 1], "--", 2) != 0)
+        return at_fail(AT_ERR_INPUT, "warm: unknown option '-%c' (see --help)", optopt);
       return at_fail(AT_ERR_INPUT, "warm: unknown option '%s' (see --help)", argv[optind - 1]);
     }
   }
@@ -269,15 +275,16 @@ int cmd_warm(int argc, char **argv) {
   at_shape_list_free(&file);
   const int tail = at_tail_env();
   if (!rc && tail < 0) rc = at_fail(AT_ERR_INPUT, "warm: AUTOTUNE_TAIL must be off or on (got \"%s\")", getenv("AUTOTUNE_TAIL"));
-  /* The sources, as the runtime's: named, else its environment variables, else ./configs. */
+  /* The sources, as the runtime's: named, else its environment variables (no ./configs: the
+   * runtime never reads it, and a cache warmed from files it does not read serves nothing). */
   const char *env_configs = getenv("AUTOTUNE_CONFIGS"), *env_db = getenv("AUTOTUNE_DB");
   const int configs_named = configs != NULL, db_named = db_path != NULL;
   if (!configs && env_configs && *env_configs) configs = env_configs;
   if (!db_path && env_db && *env_db) db_path = env_db;
-  DIR *d = configs ? opendir(configs) : opendir("configs");
-  if (d) closedir(d), configs = configs ? configs : "configs";
+  DIR *d = configs ? opendir(configs) : NULL;
+  if (d) closedir(d);
   else if (!rc && configs_named) rc = at_fail(AT_ERR_INPUT, "warm: --configs %s: not a directory that can be read", configs);
-  else configs = configs && !configs_named ? configs : NULL; /* $AUTOTUNE_CONFIGS unreadable: the runtime skips it too */
+  /* (an unreadable $AUTOTUNE_CONFIGS is passed on: the lookup warns and skips it, as the runtime's) */
   at_device_arg dev;
   char arch[16];
   if (!rc) rc = target(device, arch_arg, sm_arg, &dev, arch);

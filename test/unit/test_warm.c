@@ -197,7 +197,7 @@ static void with_tails(const char *cache) {
       CHECK(!"a kernel missing");
     }
   names sel = selections(0);
-  CHECK(want.n > sel.n); /* the range has tails (6144 x 4096 at M = 2560 and 3584 on 132 SMs) */
+  CHECK(want.n > sel.n); /* the range has tails (6144 x 4096 at M = 2560 on 132 SMs) */
   CHECK(cached.n >= 3); /* the first run's kernels, already there */
   keys_are_the_runtimes(cache, &want);
   free(out);
@@ -237,6 +237,7 @@ static void bad_arguments(const char *cache) {
       {{"--device", "sm90", "--arch", "sm_100a", "--sm-count", "132", "1024,1024"}, "does not match --device sm90"},
       {{"--device", "sm90", "--sm-count", "132", "--db", "/nonexistent/x.db", "1024,1024"}, "--db /nonexistent/x.db"},
       {{"--device", "sm90", "-4096,1024", NULL}, "unknown option '-4'"},
+      {{"--device", "sm9", "--sm-count", "132", "1024,1024", NULL}, "--device sm9: not an arch name"},
       {{"--device", "sm90", "--only", "x", "1024,1024", NULL}, "--only chooses groups of a --shapes file"},
       {{"--device", "sm90", NULL}, "nor --shapes"},
   };
@@ -280,6 +281,12 @@ static void from_a_shape_file(const char *cache) {
   at_write_file_atomic(yaml, bad, strlen(bad));
   CHECK_EQ_INT(warm(&out, "--device", "sm90", "--sm-count", "132", "--configs", CONFIGS, "--cache", cache, "--shapes", yaml, NULL), 2);
   CHECK_CONTAINS(out, "weights.yaml:2:");
+  /* $AUTOTUNE_CONFIGS is the default, as the runtime's: the same answer as --configs. */
+  setenv("AUTOTUNE_CONFIGS", CONFIGS, 1);
+  free(out);
+  CHECK_EQ_INT(warm(&out, "--device", "sm90", "--sm-count", "132", "--cache", cache, "--m-max", "1", "1024,1024", NULL), 0);
+  CHECK_CONTAINS(out, "from nk_file");
+  unsetenv("AUTOTUNE_CONFIGS");
   unsetenv("AUTOTUNE_TAIL");
   free(out), free(yaml);
 }
