@@ -98,6 +98,14 @@ static size_t add_kernel(warm *w, const at_config *c) {
   return w->n++;
 }
 
+/* Everything w holds (a kernel's result and a source are NULL until made: free is fine). */
+static void warm_free(warm *w) {
+  for (size_t i = 0; i < w->n; i++)
+    free(w->k[i].template_name), free(w->k[i].name_expr), free(w->k[i].error), at_jit_result_free(&w->k[i].res);
+  for (size_t s = 0; s < w->nsources; s++) free(w->template_names[s]), at_jit_source_free(w->sources[s]);
+  free(w->k), free(w->template_names), free(w->sources);
+}
+
 static void compile_one(void *ctx, size_t i) {
   warm *w = ctx;
   kernel *k = &w->k[i];
@@ -305,12 +313,7 @@ int cmd_warm(int argc, char **argv) {
   }
   at_store_close(db);
   free(nk);
-  if (rc) {
-    for (size_t i = 0; i < w.n; i++) free(w.k[i].template_name), free(w.k[i].name_expr);
-    for (size_t s = 0; s < w.nsources; s++) free(w.template_names[s]);
-    free(w.k), free(w.template_names), free(w.sources);
-    return rc;
-  }
+  if (rc) return warm_free(&w), rc;
   char *cache_dir = cache ? at_xstrdup(cache) : at_cache_dir();
   printf("warm: %zu kernels for %s (%s, %d SMs%s) up to M = %lld, into %s\n", w.n, dev.names[0], arch, dev.sm_count,
          tail ? "" : ", tails off", (long long)m_max, cache_dir);
@@ -357,9 +360,7 @@ int cmd_warm(int argc, char **argv) {
     printf("warm: %d compiled (%.1f s of NVRTC), %d already cached, %d failed, in %.1f s\n", compiled, nvrtc_s, cached,
            failed, at_now_s() - t0);
   if (!rc && failed) rc = at_fail(AT_ERR_RUNTIME, "warm: %d of %zu kernels failed (listed above)", failed, w.n);
-  for (size_t i = 0; i < w.n; i++)
-    free(w.k[i].template_name), free(w.k[i].name_expr), free(w.k[i].error), at_jit_result_free(&w.k[i].res);
-  for (size_t s = 0; s < w.nsources; s++) free(w.template_names[s]), at_jit_source_free(w.sources[s]);
-  free(w.k), free(w.template_names), free(w.sources), free(cache_dir);
+  warm_free(&w);
+  free(cache_dir);
   return rc;
 }
