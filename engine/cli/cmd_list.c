@@ -45,7 +45,7 @@ static int parse_options(int argc, char **argv, options *o) {
   o->max_candidates = AT_DEFAULT_MAX_CANDIDATES;
   optind = 1;
   opterr = 0;
-  for (int ch; (ch = getopt_long(argc, argv, "h", LONG, NULL)) != -1;) {
+  for (int ch; (ch = getopt_long(argc, argv, ":h", LONG, NULL)) != -1;) {
     switch (ch) {
     case 'a': o->arch = optarg; break;
     case 'j': o->json = optarg; break;
@@ -56,9 +56,8 @@ static int parse_options(int argc, char **argv, options *o) {
         return at_fail(AT_ERR_INPUT, "list: --max-candidates expects a positive integer, got '%s'", optarg);
       break;
     case 'h': fputs(USAGE, stdout); return -1;
-    default:
-      return at_fail(AT_ERR_INPUT, "list: %s '%s' (see --help)",
-                     optopt ? "option needs a value or is unknown:" : "unknown option", argv[optind - 1]);
+    case ':': return at_fail(AT_ERR_INPUT, "list: option %s needs a value (see --help)", argv[optind - 1]);
+    default: return at_fail(AT_ERR_INPUT, "list: unknown option '%s' (see --help)", argv[optind - 1]);
     }
   }
   if (optind != argc - 1)

@@ -37,7 +37,8 @@ libdir=$(dirname "$(dirname "$pc")")
 # The example, against the copy only.
 if [ "$example" = 1 ] && command -v pkg-config >/dev/null 2>&1; then
   cuda=${CUDA_PATH:-/usr/local/cuda}
-  flags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs autotune)
+  # The copy's .pc first; the caller's path after it, where its dependencies' .pc files may be.
+  flags=$(PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config --cflags --libs autotune)
   check "pkg-config --cflags --libs autotune" $?
   case "$flags" in *"$src"*|*"$build"*) check "pkg-config names the copy only ($flags)" 1 ;; esac
   cc -o "$tmp/example" "$src/examples/gemm_a8w8_blockscale.c" $flags -I"$cuda/include" \
@@ -46,7 +47,7 @@ if [ "$example" = 1 ] && command -v pkg-config >/dev/null 2>&1; then
   check "the example builds against the copy" $st
   [ $st = 0 ] || cat "$tmp/cc.log" >&2
   if [ $st = 0 ]; then
-    LD_LIBRARY_PATH="$libdir:$cuda/lib64:$cuda/lib" "$tmp/example" 64 1024 1024 >"$tmp/example.log" 2>&1
+    LD_LIBRARY_PATH="$libdir:$cuda/lib64:$cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/example" 64 1024 1024 >"$tmp/example.log" 2>&1
     st=$?
     [ $st = 0 ] || [ $st = 77 ]; check "the example runs (exit $st: 0 with a GPU, 77 without)" $?
     [ $st = 0 ] || [ $st = 77 ] || cat "$tmp/example.log" >&2

@@ -86,6 +86,12 @@ int main(int argc, char **argv) {
   CHECK_EQ_INT(run("bad4.txt", &text, "list", "--max-candidates", "3", tiny, (const char *)NULL), 2);
   CHECK_CONTAINS(text, "3");
   free(text);
+  CHECK_EQ_INT(run("bad5.txt", &text, "list", tiny, "--shapes", (const char *)NULL), 2);
+  CHECK_CONTAINS(text, "option --shapes needs a value");
+  free(text);
+  CHECK_EQ_INT(run("bad6.txt", &text, "list", "-x", tiny, (const char *)NULL), 2);
+  CHECK_CONTAINS(text, "unknown option '-x'");
+  free(text);
 
   free(cache), free(tiny), free(shipped), free(json);
   return check_summary();
