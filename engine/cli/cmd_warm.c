@@ -23,7 +23,6 @@
 #include "../core/limits.h"
 #include "../core/lookup.h"
 #include "../core/pool.h"
-#include "../core/jitproc.h"
 #include "../core/progress.h"
 #include "../core/shapefile.h"
 #include "../core/util.h"
@@ -75,7 +74,6 @@ typedef struct warm {
   size_t nsources;
   at_jit_options opts;
   const char *cache_dir;
-  at_jitprocs *procs; /* the compiler processes, while the pool runs */
 } warm;
 
 /* The index of config c's kernel in w, added unless it is there already. */
@@ -111,7 +109,7 @@ static void warm_free(warm *w) {
 static void compile_one(void *ctx, size_t i) {
   warm *w = ctx;
   kernel *k = &w->k[i];
-  if (at_jitprocs_compile(w->procs, w->sources[k->source], k->name_expr, &w->opts, w->cache_dir, &k->res))
+  if (at_jit_compile(w->sources[k->source], k->name_expr, &w->opts, w->cache_dir, &k->res))
     k->error = at_xstrdup(at_errmsg()); /* this thread's message */
 }
 
@@ -333,15 +331,10 @@ int cmd_warm(int argc, char **argv) {
     w.opts = (at_jit_options){arch, 0};
     w.cache_dir = cache_dir;
     at_progress *bar = at_progress_start("warm: compiling", (int64_t)w.n);
-    int threads = jobs ? (int)jobs : at_cpu_count();
-    if ((size_t)threads > w.n) threads = (int)w.n;
-    w.procs = at_jitprocs_start(threads, NULL, 0); /* NVRTC in processes: jitproc.h says why */
-    at_pool *pool = at_pool_start(threads, w.n, compile_one, &w);
+    at_pool *pool = at_pool_start(jobs ? (int)jobs : at_cpu_count(), w.n, compile_one, &w);
     int64_t done = 0;
     while (at_pool_next_done(pool) >= 0) at_progress_update(bar, ++done, NULL);
     at_pool_join(pool);
-    at_jitprocs_stop(w.procs);
-    w.procs = NULL;
     at_progress_finish(bar, NULL);
     for (size_t i = 0; i < w.n; i++) {
       kernel *k = &w.k[i];

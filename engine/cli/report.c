@@ -38,8 +38,6 @@ void at_report_print(const at_report *r) {
           c->compile_ms_sum / 1e3, c->compiled_now ? c->compile_ms_sum / (double)c->compiled_now : 0.0,
           (long long)c->cache_hits, (long long)c->db_hits, c->wall_s);
   if (c->cache_repaired) fprintf(f, "  %lld damaged cache entries rebuilt\n", (long long)c->cache_repaired);
-  if (c->compiler_restarts)
-    fprintf(f, "  %lld compiler processes started again after one died\n", (long long)c->compiler_restarts);
   for (size_t i = 0; i < c->nfailures; i++)
     fprintf(f, "  failed %lldx: %s\n    first: %s\n", (long long)c->failures[i].count, c->failures[i].first_line,
             c->failures[i].example);
@@ -104,11 +102,10 @@ int at_report_write_json(const at_report *r, const char *path) {
   at_buf_printf(&b, "},\n  \"pruned_registers\": %lld,\n", (long long)c->pruned_registers);
   at_buf_printf(&b,
                 "  \"kernels\": %lld,\n  \"compiled\": %lld,\n  \"compile_failed\": %lld,\n  \"compiled_now\": %lld,\n"
-                "  \"cache_hits\": %lld,\n  \"db_hits\": %lld,\n  \"cache_repaired\": %lld,\n  \"compiler_restarts\": %lld,\n"
-                "  \"compile_ms_sum\": %.1f,\n  \"compile_seconds\": %.3f,\n",
+                "  \"cache_hits\": %lld,\n  \"db_hits\": %lld,\n  \"cache_repaired\": %lld,\n  \"compile_ms_sum\": %.1f,\n"
+                "  \"compile_seconds\": %.3f,\n",
                 (long long)c->kernels, (long long)c->ok, (long long)c->failed, (long long)c->compiled_now,
-                (long long)c->cache_hits, (long long)c->db_hits, (long long)c->cache_repaired,
-                (long long)c->compiler_restarts, c->compile_ms_sum, c->wall_s);
+                (long long)c->cache_hits, (long long)c->db_hits, (long long)c->cache_repaired, c->compile_ms_sum, c->wall_s);
   at_buf_puts(&b, "  \"compile_failures\": [");
   for (size_t i = 0; i < c->nfailures; i++) {
     at_buf_puts(&b, i ? ", " : "");

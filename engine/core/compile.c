@@ -1,6 +1,5 @@
-/* compile.c: see compile.h. The pool's threads take one kernel per task, and each hands its kernel to
- * a compiler process (jitproc.h: NVRTC does not scale in threads of one process); a kernel is handed
- * to one thread once, so no two threads ever compile one key. The statistics and the
+/* compile.c: see compile.h. NVRTC runs in the pool's threads, one kernel per task: a kernel is
+ * handed to one thread once, so no two threads ever compile one key. The statistics and the
  * progress bar belong to the calling thread alone, and so does the DB, but for the GPU phase a feed
  * may run beside it: then every DB call is made under the feed's mutex. */
 #include "compile.h"
@@ -12,7 +11,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "jitproc.h"
 #include "pool.h"
 #include "progress.h"
 #include "util.h"
@@ -29,21 +27,17 @@ typedef struct slot {
 typedef struct pool_ctx {
   const at_compile_job *job;
   slot *slots;
-  at_jitprocs *procs;
 } pool_ctx;
 
 /* Beside a GPU phase, NVRTC yields the CPU: the worker that feeds the GPU (and the parent thread
- * that feeds the worker) must never wait for a core, or the GPU idles. So the compiler processes
- * are niced, and so are the pool's threads (which compile themselves where no process could be
- * started). Linux gives each thread its own nice value; the pool's threads end with the phase. */
-enum { COMPILE_NICE = 10 };
-
+ * that feeds the worker) must never wait for a core, or the GPU idles. Linux gives each thread its
+ * own nice value; the pool's threads end with the compile phase. */
 static void yield_to_gpu(void) {
   static _Thread_local int done;
   if (done) return;
   done = 1;
   pid_t tid = (pid_t)syscall(SYS_gettid);
-  if (tid != getpid()) setpriority(PRIO_PROCESS, (id_t)tid, COMPILE_NICE); /* (a pool without threads runs on the caller's) */
+  if (tid != getpid()) setpriority(PRIO_PROCESS, (id_t)tid, 10); /* (a pool without threads runs on the caller's) */
 }
 
 static void compile_one(void *p, size_t i) {
@@ -51,8 +45,7 @@ static void compile_one(void *p, size_t i) {
   if (c->job->feed) yield_to_gpu();
   slot *sl = &c->slots[i];
   const at_cand *cand = &c->job->cands->c[sl->cand];
-  sl->rc = at_jitprocs_compile(c->procs, c->job->sources[cand->variant], cand->name_expr, &c->job->opts,
-                               c->job->cache_dir, &sl->res);
+  sl->rc = at_jit_compile(c->job->sources[cand->variant], cand->name_expr, &c->job->opts, c->job->cache_dir, &sl->res);
   if (sl->rc) snprintf(sl->err, sizeof sl->err, "%s", at_errmsg());
 }
 
@@ -252,10 +245,9 @@ static void show_progress(const at_compile_job *job, at_progress *bar, int64_t d
  * fed) as soon as its compile is done. */
 static int compile_slots(const at_compile_job *job, slot *slots, size_t n, const size_t *members, at_compiled *res,
                          at_compile_stats *st) {
-  int threads = job->jobs < 1 ? 1 : (size_t)job->jobs > n ? (int)n : job->jobs;
-  pool_ctx pc = {job, slots, at_jitprocs_start(threads, NULL, job->feed ? COMPILE_NICE : 0)};
+  pool_ctx pc = {job, slots};
   at_progress *bar = job->feed && job->feed->progress ? NULL : at_progress_start("compile", (int64_t)n);
-  at_pool *pool = at_pool_start(threads, n, compile_one, &pc);
+  at_pool *pool = at_pool_start(job->jobs, n, compile_one, &pc);
   int64_t finished = 0;
   int rc = AT_OK;
   ssize_t i;
@@ -274,8 +266,6 @@ static int compile_slots(const at_compile_job *job, slot *slots, size_t n, const
     if (rc != AT_OK || (job->stop && *job->stop)) at_pool_stop(pool);
   }
   at_pool_join(pool);
-  st->compiler_restarts += at_jitprocs_restarts(pc.procs);
-  at_jitprocs_stop(pc.procs);
   show_progress(job, bar, finished, (int64_t)n, st, 1);
   return rc;
 }

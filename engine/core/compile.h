@@ -51,7 +51,6 @@ typedef struct at_compile_stats {
   int64_t ok, failed;       /* candidates' outcomes, this run and earlier ones */
   int64_t pruned_registers; /* compiled but over the register budget of a block */
   double compile_ms_sum;    /* NVRTC time of the compiles this run did */
-  int64_t compiler_restarts; /* compiler processes started again after one died (jitproc.h) */
   int warned_cache;         /* the cache-not-writable warning was given */
   double wall_s;
   at_failure *failures;

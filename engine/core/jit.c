@@ -335,13 +335,15 @@ static int from_cache(const char *cache_dir, const char *key, at_jit_result *r) 
   return 1;
 }
 
-int at_jit_cache_lookup(const char *cache_dir, const char *key, at_jit_result *r) {
+int at_jit_compile(const at_jit_source *s, const char *name_expr, const at_jit_options *o, const char *cache_dir,
+                   at_jit_result *r) {
   memset(r, 0, sizeof *r);
-  return from_cache(cache_dir, key, r);
-}
+  char key[65];
+  at_jit_key(s, name_expr, o, key);
+  int damaged = 0;
+  if (from_cache(cache_dir, key, r)) return AT_OK;
+  damaged = r->cache_damaged;
 
-int at_jit_nvrtc(const at_jit_source *s, const char *name_expr, const at_jit_options *o, const char *cache_dir,
-                 const char *key, at_jit_result *r) {
   double t0 = at_now_s();
   nvrtcProgram prog;
   NVRTC_CHECK(nvrtcCreateProgram(&prog, s->text, s->path, (int)s->nheaders, (const char *const *)s->header_texts,
@@ -390,6 +392,7 @@ int at_jit_nvrtc(const at_jit_source *s, const char *name_expr, const at_jit_opt
   }
   nvrtcDestroyProgram(&prog);
   r->compile_ms = (at_now_s() - t0) * 1e3;
+  r->cache_damaged = damaged;
   if (rc || cres != NVRTC_SUCCESS) {
     free(prog_ptx);
     return rc; /* a compile error: ok = 0, log kept */
@@ -400,25 +403,13 @@ int at_jit_nvrtc(const at_jit_source *s, const char *name_expr, const at_jit_opt
   free(prog_ptx);
   at_sha256_hex(r->cubin, r->cubin_size, r->cubin_hash);
   r->ok = 1;
+  if (cache_dir) {
+    /* A cache that cannot be written costs the next compile, not this one. */
+    char *meta = meta_of(r);
+    if (at_cache_put(cache_dir, key, meta, r->cubin, r->cubin_size) != AT_OK) r->cache_unwritable = 1;
+    free(meta);
+  }
   return AT_OK;
-}
-
-void at_jit_cache_store(const char *cache_dir, const char *key, at_jit_result *r) {
-  if (!cache_dir || !r->ok) return;
-  /* A cache that cannot be written costs the next compile, not this one. */
-  char *meta = meta_of(r);
-  if (at_cache_put(cache_dir, key, meta, r->cubin, r->cubin_size) != AT_OK) r->cache_unwritable = 1;
-  free(meta);
-}
-
-int at_jit_compile(const at_jit_source *s, const char *name_expr, const at_jit_options *o, const char *cache_dir,
-                   at_jit_result *r) {
-  char key[65];
-  at_jit_key(s, name_expr, o, key);
-  if (at_jit_cache_lookup(cache_dir, key, r)) return AT_OK;
-  int rc = at_jit_nvrtc(s, name_expr, o, cache_dir, key, r);
-  if (rc == AT_OK) at_jit_cache_store(cache_dir, key, r);
-  return rc;
 }
 
 void at_jit_result_free(at_jit_result *r) {

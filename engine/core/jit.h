@@ -71,16 +71,6 @@ int at_jit_compile(const at_jit_source *s, const char *name_expr, const at_jit_o
                    at_jit_result *r);
 void at_jit_result_free(at_jit_result *r);
 
-/* The three steps of at_jit_compile, for a compile done elsewhere (jitproc.h: in a compiler
- * process). lookup: clears r, then 1 with r filled from the cache (cache_dir NULL: never), else 0
- * (r->cache_damaged set when a damaged entry was found). nvrtc: NVRTC alone, no cache (cache_dir
- * only for --pch's directory; key only names $AUTOTUNE_DUMP_PTX's files); r as cleared by lookup.
- * store: an r->ok result into the cache (r->cache_unwritable when it cannot). */
-int at_jit_cache_lookup(const char *cache_dir, const char *key, at_jit_result *r);
-int at_jit_nvrtc(const at_jit_source *s, const char *name_expr, const at_jit_options *o, const char *cache_dir,
-                 const char *key, at_jit_result *r);
-void at_jit_cache_store(const char *cache_dir, const char *key, at_jit_result *r);
-
 /* The first line of a compile log that says "error", for summaries; malloc'd. */
 char *at_jit_first_error(const char *log);
 

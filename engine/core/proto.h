@@ -45,9 +45,6 @@ enum {
   AT_MSG_COMPARE,       /* at_compare_req: one shape through each provider -> STEP frames, COMPARE_REPLY */
   AT_MSG_COMPARE_STEP,  /* at_compare_step: what the compare worker starts now, so a death has a place */
   AT_MSG_COMPARE_REPLY, /* at_compare_reply */
-  AT_MSG_JIT_SOURCE,    /* a compiler process (jitproc.h) keeps this template and its headers */
-  AT_MSG_JIT_COMPILE,   /* compile one kernel of a kept source -> AT_MSG_JIT_RESULT */
-  AT_MSG_JIT_RESULT,
 };
 
 /* Reads and writes whole frames. recv waits at most timeout_s (< 0: forever); returns AT_OK,

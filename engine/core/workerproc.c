@@ -26,7 +26,7 @@ const char *at_self_exe(void) {
   return path;
 }
 
-static int spawn(const char *exe, const char *const *args, at_worker *w) {
+static int spawn(const char *const *args, at_worker *w) {
   int req[2], rep[2];
   if (pipe2(req, O_CLOEXEC) != 0) return at_fail(AT_ERR_RUNTIME, "pipe: %s", strerror(errno));
   if (pipe2(rep, O_CLOEXEC) != 0) {
@@ -49,7 +49,7 @@ static int spawn(const char *exe, const char *const *args, at_worker *w) {
     int in = dup(req[0]), out = dup(rep[1]);
     dup2(in, 3);
     dup2(out, 4);
-    execv(exe, (char *const *)args);
+    execv(at_self_exe(), (char *const *)args);
     static const char msg[] = "autotune: cannot start a worker: exec failed\n";
     (void)!write(2, msg, sizeof msg - 1); /* only async-signal-safe calls after fork */
     _exit(127);
@@ -105,7 +105,7 @@ int at_worker_start_mode(int gpu, const char *mode, at_worker *w) {
   char gpu_s[16];
   snprintf(gpu_s, sizeof gpu_s, "%d", gpu);
   const char *args[] = {"autotune", "worker", "--gpu", gpu_s, mode, NULL};
-  AT_TRY(spawn(at_self_exe(), args, w));
+  AT_TRY(spawn(args, w));
   w->gpu = gpu;
   uint32_t type;
   void *p;
@@ -124,21 +124,6 @@ int at_worker_start_mode(int gpu, const char *mode, at_worker *w) {
   free(p);
   reap(w, 1);
   return at_fail(AT_ERR_RUNTIME, "GPU %d: %s", gpu, msg);
-}
-
-int at_compiler_start(const char *exe, at_worker *w) {
-  const char *args[] = {"autotune", "worker", "--compiler", NULL};
-  AT_TRY(spawn(exe ? exe : at_self_exe(), args, w));
-  w->gpu = -1;
-  uint32_t type;
-  void *p;
-  size_t len;
-  int rc = at_msg_recv(w->from_fd, 60.0, &type, &p, &len);
-  free(p);
-  if (rc == AT_OK && type == AT_MSG_HELLO) return AT_OK;
-  reap(w, 1);
-  return at_fail(AT_ERR_RUNTIME, "no compiler process: %s %s", exe ? exe : at_self_exe(),
-                 rc == AT_PROTO_TIMEOUT ? "did not answer" : "did not start");
 }
 
 int at_worker_call(at_worker *w, uint32_t type, const void *a, size_t alen, const void *b, size_t blen,
@@ -179,7 +164,7 @@ int at_probe_devices(at_device_info **out, int *n, char *why, size_t why_len) {
   *n = 0;
   const char *args[] = {"autotune", "worker", "--probe", NULL};
   at_worker w;
-  AT_TRY(spawn(at_self_exe(), args, &w));
+  AT_TRY(spawn(args, &w));
   for (;;) {
     uint32_t type;
     void *p;

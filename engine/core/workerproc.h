@@ -26,10 +26,6 @@ int at_worker_start(int gpu, at_worker *w);
 /* The same with one more argument, a worker of another kind: "--compare" (cli/cmd_compare.c). */
 int at_worker_start_mode(int gpu, const char *mode, at_worker *w);
 
-/* Starts `EXE worker --compiler` (exe NULL: this program), a process that runs NVRTC for the
- * caller (jitproc.h), and waits for its hello. No GPU is touched. */
-int at_compiler_start(const char *exe, at_worker *w);
-
 /* One request and its reply. Returns AT_OK (reply in *reply, type checked against want), or
  * AT_PROTO_TIMEOUT (the worker overran and was killed) or AT_PROTO_EOF (the worker died; it is
  * reaped and exit_reason says how). The reply is malloc'd. */
