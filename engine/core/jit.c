@@ -310,6 +310,12 @@ static int from_cache(const char *cache_dir, const char *key, at_jit_result *r) 
     return 0;
   }
   r->lowered_name = at_meta_get(e.meta, "lowered");
+  /* A kernel with no registers: an entry whose compile was answered by NVRTC's own cache (before
+   * --no-cache), whose log had no resource report. Compiled again, as a damaged entry is. */
+  if (r->lowered_name && r->lowered_name[0] && meta_int(e.meta, "regs") == 0) {
+    free(r->lowered_name);
+    r->lowered_name = NULL;
+  }
   if (!r->lowered_name) {
     at_cache_entry_free(&e);
     r->cache_damaged = 1;
@@ -360,6 +366,11 @@ int at_jit_compile(const at_jit_source *s, const char *name_expr, const at_jit_o
   char *pch_dir = (o->use_pch && cache_dir) ? at_xasprintf("%s/pch", cache_dir) : NULL;
   if (pch_dir) at_mkdirs(pch_dir);
   int nopts = build_options(o, pch_dir, store, opts);
+  /* NVRTC 12.9+ keeps PTX and cubins in the driver's compute cache where a driver is installed (the
+   * GPU hosts, not a build machine), and a hit there skips ptxas: no resource report and no
+   * advisories in the log, so the kernel would be recorded with 0 registers. Ours is the cache. Like
+   * --pch, left out of the key: it changes how the cubin is made, not the cubin. */
+  opts[nopts++] = "--no-cache";
   nvrtcResult cres = nvrtcCompileProgram(prog, nopts, opts);
   free(pch_dir);
 

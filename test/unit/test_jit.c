@@ -1,7 +1,8 @@
 /* test_jit.c: NVRTC compiles of real candidates (no GPU needed): resources read from the ptxas
- * report, the cache hit on the second compile, a damaged cache entry detected and rebuilt, a
- * compile error kept with its log, ptxas advisories kept through the cache, and compile keys that
- * follow content (a header edit changes them, moving the file does not). */
+ * report, the cache hit on the second compile, a damaged cache entry detected and rebuilt (and one
+ * with no registers, as NVRTC's own cache left them), a compile error kept with its log, ptxas
+ * advisories kept through the cache, and compile keys that follow content (a header edit changes
+ * them, moving the file does not). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,19 @@ int main(void) {
   truncate(entry, 40);
   CHECK_EQ_INT(at_jit_compile(src, GOOD, &o, cache, &r), AT_OK);
   CHECK(r.ok && r.cache_damaged);
+  int regs1 = r.regs;
+  /* An entry of a kernel with 0 registers (stored from a compile that NVRTC's own cache answered,
+   * with no ptxas report): compiled again, the registers back. */
+  CHECK(regs1 > 0);
+  CHECK_EQ_INT(at_cache_put(cache, key, "lowered=k\nregs=0\n", r.cubin, r.cubin_size), AT_OK);
+  at_jit_result_free(&r);
+  CHECK_EQ_INT(at_jit_compile(src, GOOD, &o, cache, &r), AT_OK);
+  CHECK(r.ok && !r.cache_hit && r.cache_damaged);
+  CHECK_EQ_INT(r.regs, regs1);
+  CHECK_CONTAINS(r.log, "Used ");
+  at_jit_result_free(&r);
+  CHECK_EQ_INT(at_jit_compile(src, GOOD, &o, cache, &r), AT_OK);
+  CHECK(r.cache_hit && r.regs == regs1);
   at_jit_result_free(&r);
 
   /* Another candidate (split-K, L2 hint) compiles too; a different key. */
