@@ -47,6 +47,7 @@
 #include "../ops/gemm_a8w8_blockscale_kparams.h"
 #include "../ops/gemm_a8w8_blockscale_tail.h"
 #include "../core/op.h"
+#include "ahead.h"
 #include "workspace.h"
 
 enum { MAX_DEVNAMES = 32, MAX_WARNED = 64, TABLE_GRACE_S = 60 };
@@ -574,6 +575,17 @@ static void load_module(at_runtime *rt, CUcontext ctx, rt_kernel *k, const char 
   if (cr != CUDA_SUCCESS) kernel_error(k, "loading %s: %s", k->name_expr, at_cu_error_name(cr));
 }
 
+/* The arch the current context's device compiles for ("sm_90a"); -1 without a current device. */
+static int device_arch(char arch[16]) {
+  CUdevice dev;
+  int major = 0, minor = 0;
+  if (at_cu->CtxGetDevice(&dev) != CUDA_SUCCESS) return -1;
+  at_cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  at_cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  at_arch_for_cc(major * 10 + minor, arch);
+  return 0;
+}
+
 /* The kernel of a config on the current context: from the registry, or compiled (through the
  * shared cache) and loaded now. A failure is kept too, so that it is not retried on every call.
  * An entry is per config, so that configs of one instantiation that differ in launch parameters
@@ -592,13 +604,10 @@ static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, co
   rt->kernels = k;
 
   CUdevice dev;
-  int major = 0, minor = 0;
-  if (at_cu->CtxGetDevice(&dev) != CUDA_SUCCESS) return kernel_error(k, "no current CUDA device"), k;
-  at_cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-  at_cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-  at_cu->DeviceGetAttribute(&k->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
   char arch[16];
-  at_arch_for_cc(major * 10 + minor, arch);
+  if (at_cu->CtxGetDevice(&dev) != CUDA_SUCCESS || device_arch(arch) != 0)
+    return kernel_error(k, "no current CUDA device"), k;
+  at_cu->DeviceGetAttribute(&k->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
   load_module(rt, ctx, k, arch);
   if (k->error) return k;
   /* This config's launch protocol, and the dynamic shared memory its launch rule asks for, allowed
@@ -849,6 +858,29 @@ int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k
   for (int i = 0; i < AT_MAX_ENTRIES; i++) slot_entry[i] = -1;
   for (int i = 0; i < AT_MAX_ENTRIES; i++)
     if (calls.entry[i] && slot_entry[e->slot[i]] < 0) slot_entry[e->slot[i]] = i;
+
+  /* Compiled first, in threads, into the compile cache (ahead.h), each kernel not loaded yet: the
+   * configs' and, for each tail, the one of the first config it was planned on (a tail whose config
+   * fails to load is made from another below, and compiled then). */
+  at_ahead_kernel ahead[AT_MAX_ENTRIES + 6];
+  size_t nahead = 0;
+  for (int i = 0; i < AT_MAX_ENTRIES; i++)
+    if (slot_entry[i] >= 0 && !atomic_load(&e->kernel[i]))
+      ahead[nahead++] = (at_ahead_kernel){at_config_entry(&e->lookup.set, slot_entry[i])->template_name,
+                                          at_xstrdup(e->kernel_name[slot_entry[i]])};
+  for (int t = 0; t < 3; t++)
+    for (int c = 0; c < 2; c++)
+      for (int entry = 0; entry < AT_MAX_ENTRIES && !atomic_load(&e->tail[t][c]); entry++) {
+        const at_config *cfg = at_config_entry(&e->lookup.set, entry);
+        at_config tc;
+        if (!calls.tail[t][c][entry] || at_a8w8_tail_config(cfg, t, c + 1, &tc) != 0) continue;
+        ahead[nahead++] = (at_ahead_kernel){cfg->template_name, at_config_name_expr(&tc)};
+        break;
+      }
+  char arch[16];
+  if (nahead && device_arch(arch) == 0)
+    at_compile_ahead(ahead, nahead, rt->templates_dir, arch, rt->cache_dir, at_cpu_count());
+  for (size_t i = 0; i < nahead; i++) free(ahead[i].name_expr);
 
   /* Each made as a call would make it: compiled (or taken from the compile cache) and loaded. */
   int ready = 0;

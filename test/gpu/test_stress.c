@@ -815,8 +815,9 @@ static char *cache_listing(const char *cache) {
 /* `autotune warm` (docs/runtime.md): the same three (N, K) as the prepare phase, up to M = 4096,
  * compiled by the CLI into an empty cache, once for this GPU as it probes it and once for the GPU
  * named as a machine without one would name it (--device PRODUCT --arch --sm-count): the two caches
- * hold the same cubins. A runtime on the first then prepares every kernel without compiling one (no
- * cubin added), and its first calls add none either and each return within the prepared bound,
+ * hold the same cubins, and so does the prepare phase's cache (its compiles ahead added none). A
+ * runtime on the first then prepares every kernel without compiling one (no cubin added), and its
+ * first calls add none either and each return within the prepared bound,
  * every output checked. (The CLI probes the first GPU; the test runs this on GPU 0.)
  * sm_90 GPUs only (said and skipped elsewhere, or without the autotune binary). */
 static void warmed(const char *exe, const char *configs_dir) {
@@ -848,6 +849,13 @@ static void warmed(const char *exe, const char *configs_dir) {
   CHECK(cubins >= NNK);
   CHECK(strcmp(listing, named_listing) == 0);
   if (rc != 0) fprintf(stderr, "---- autotune warm (exit %d)\n%s----\n", rc, text);
+  /* The prepare phase's cache (at_runtime_prepare from empty, which compiles ahead in threads before
+   * its loads): the same cubins, none more (a kernel compiled ahead that no load took would be one). */
+  const char *tmp = getenv("AT_TEST_TMP") ? getenv("AT_TEST_TMP") : "/tmp";
+  char *prep_cache = at_xasprintf("%s/stress-prepare-cache-%d", tmp, (int)getpid());
+  char *prep_listing = cache_listing(prep_cache);
+  if (strcmp(prep_listing, listing) != 0) fail("warmed: prepare's cache is not warm's:\n%s----\n%s", prep_listing, listing);
+  free(prep_cache), free(prep_listing);
 
   at_runtime *const main_rt = RT;
   RT = runtime_on_cache(configs_dir, probed);
