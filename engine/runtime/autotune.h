@@ -94,8 +94,9 @@ AT_API int at_runtime_select(at_runtime *rt, const char *op, int64_t m, int64_t 
 
 /* Makes ready, on the current CUDA context, every kernel that calls of `op` on (N, K) with M from 1
  * to m_max (at most 2^20) would launch, tails included: the lookup done, each kernel compiled with
- * NVRTC or taken from the compile cache, and loaded. Calls at those M then never wait for a
- * compile: what a server does at start-up, before its first request or graph capture. *kernels (may be NULL): the kernels now ready for them. AT_STATUS_ERROR when a
+ * NVRTC (in threads, one per online CPU) or taken from the compile cache, and loaded. Calls at
+ * those M then never wait for a compile: what a server does at start-up, before its first request
+ * or graph capture. *kernels (may be NULL): the kernels now ready for them. AT_STATUS_ERROR when a
  * config's kernel cannot be made (the message names it; its calls fail the same way), after the
  * others are; a tail that cannot be made is left out (its calls run their config alone). */
 AT_API int at_runtime_prepare(at_runtime *rt, const char *op, int64_t n, int64_t k, int64_t m_max, int *kernels);
