@@ -32,7 +32,7 @@ static void *compile_some(void *p) {
   return NULL;
 }
 
-int at_compile_ahead(const at_ahead_kernel *kernels, size_t n, const char *templates_dir, const char *arch,
+int at_ahead_compile(const at_ahead_kernel *kernels, size_t n, const char *templates_dir, const char *arch,
                      const char *cache_dir, int threads) {
   if (!n || !cache_dir) return 0;
   work w = {kernels, at_xcalloc(n, sizeof(at_jit_source *)), n, {arch, 0}, cache_dir, 0, 0};

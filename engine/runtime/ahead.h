@@ -19,7 +19,7 @@ typedef struct at_ahead_kernel {
  * in up to `threads` threads. A template that cannot be read or a kernel that does not compile is
  * left for the load that follows, which meets and reports it as it would without this. Returns the
  * number compiled now (not found in the cache). */
-int at_compile_ahead(const at_ahead_kernel *kernels, size_t n, const char *templates_dir, const char *arch,
+int at_ahead_compile(const at_ahead_kernel *kernels, size_t n, const char *templates_dir, const char *arch,
                      const char *cache_dir, int threads);
 
 #endif

@@ -879,7 +879,7 @@ int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k
       }
   char arch[16];
   if (nahead && device_arch(arch) == 0)
-    at_compile_ahead(ahead, nahead, rt->templates_dir, arch, rt->cache_dir, at_cpu_count());
+    at_ahead_compile(ahead, nahead, rt->templates_dir, arch, rt->cache_dir, at_cpu_count());
   for (size_t i = 0; i < nahead; i++) free(ahead[i].name_expr);
 
   /* Each made as a call would make it: compiled (or taken from the compile cache) and loaded. */

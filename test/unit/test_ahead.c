@@ -52,14 +52,14 @@ int main(void) {
                          {TPL, at_xstrdup(GOOD2)},
                          {TPL, at_xstrdup(GOOD)}}; /* repeated */
   const size_t n = sizeof k / sizeof k[0];
-  CHECK_EQ_INT(at_compile_ahead(k, n, tdir, "sm_90a", cache, 3), 2);
+  CHECK_EQ_INT(at_ahead_compile(k, n, tdir, "sm_90a", cache, 3), 2);
   CHECK_EQ_INT(cubins(cache), 2);
   CHECK(cached(cache, src, GOOD) && cached(cache, src, GOOD2) && !cached(cache, src, BAD));
   /* Again: all in the cache. */
-  CHECK_EQ_INT(at_compile_ahead(k, n, tdir, "sm_90a", cache, 3), 0);
+  CHECK_EQ_INT(at_ahead_compile(k, n, tdir, "sm_90a", cache, 3), 0);
   CHECK_EQ_INT(cubins(cache), 2);
   /* No cache: nothing to fill, nothing compiled. */
-  CHECK_EQ_INT(at_compile_ahead(k, n, tdir, "sm_90a", NULL, 3), 0);
+  CHECK_EQ_INT(at_ahead_compile(k, n, tdir, "sm_90a", NULL, 3), 0);
 
   for (size_t i = 0; i < n; i++) free(k[i].name_expr);
   at_jit_source_free(src);
