@@ -57,7 +57,10 @@ static int parse_options(int argc, char **argv, options *o) {
       break;
     case 'h': fputs(USAGE, stdout); return -1;
     case ':': return at_fail(AT_ERR_INPUT, "list: option %s needs a value (see --help)", argv[optind - 1]);
-    default: return at_fail(AT_ERR_INPUT, "list: unknown option '%s' (see --help)", argv[optind - 1]);
+    default:
+      if (optopt && strncmp(argv[optind - 1], "--", 2) != 0) /* a short one, maybe inside a cluster */
+        return at_fail(AT_ERR_INPUT, "list: unknown option '-%c' (see --help)", optopt);
+      return at_fail(AT_ERR_INPUT, "list: unknown option '%s' (see --help)", argv[optind - 1]);
     }
   }
   if (optind != argc - 1)

@@ -51,12 +51,14 @@ const char *at_templates_dir(void) {
 }
 
 static char g_nvrtc_version[32];
+static int g_nvrtc_own_cache; /* NVRTC 12.9+: it has a cache of its own, and --no-cache */
 static pthread_once_t g_nvrtc_version_once = PTHREAD_ONCE_INIT;
 
 static void read_nvrtc_version(void) {
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   snprintf(g_nvrtc_version, sizeof g_nvrtc_version, "%d.%d", major, minor);
+  g_nvrtc_own_cache = major > 12 || (major == 12 && minor >= 9);
 }
 
 const char *at_nvrtc_version(void) {
@@ -369,8 +371,10 @@ int at_jit_compile(const at_jit_source *s, const char *name_expr, const at_jit_o
   /* NVRTC 12.9+ keeps PTX and cubins in the driver's compute cache where a driver is installed (the
    * GPU hosts, not a build machine), and a hit there skips ptxas: no resource report and no
    * advisories in the log, so the kernel would be recorded with 0 registers. Ours is the cache. Like
-   * --pch, left out of the key: it changes how the cubin is made, not the cubin. */
-  opts[nopts++] = "--no-cache";
+   * --pch, left out of the key: it changes how the cubin is made, not the cubin. Earlier NVRTC has
+   * no such cache and refuses the option. */
+  at_nvrtc_version();
+  if (g_nvrtc_own_cache) opts[nopts++] = "--no-cache";
   nvrtcResult cres = nvrtcCompileProgram(prog, nopts, opts);
   free(pch_dir);
 

@@ -25,9 +25,12 @@ static void *compile_some(void *p) {
   for (size_t i; (i = atomic_fetch_add(&w->next, 1)) < w->n;) {
     if (!w->sources[i]) continue;
     at_jit_result r;
-    if (at_jit_compile(w->sources[i], w->kernels[i].name_expr, &w->opts, w->cache_dir, &r) != AT_OK) continue;
-    if (r.ok && !r.cache_hit) atomic_fetch_add(&w->compiled, 1);
-    at_jit_result_free(&r);
+    if (at_jit_compile(w->sources[i], w->kernels[i].name_expr, &w->opts, w->cache_dir, &r) == AT_OK && r.ok &&
+        !r.cache_hit) {
+      if (r.cache_unwritable) atomic_store(&w->next, w->n); /* nothing kept: the loads compile anyway */
+      else atomic_fetch_add(&w->compiled, 1);
+    }
+    at_jit_result_free(&r); /* (a failed call may have left a log) */
   }
   return NULL;
 }

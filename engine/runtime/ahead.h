@@ -17,8 +17,9 @@ typedef struct at_ahead_kernel {
 
 /* Compiles kernels[0..n) for arch into cache_dir (each template read once, each name compiled once),
  * in up to `threads` threads. A template that cannot be read or a kernel that does not compile is
- * left for the load that follows, which meets and reports it as it would without this. Returns the
- * number compiled now (not found in the cache). */
+ * left for the load that follows, which meets and reports it as it would without this; a cache that
+ * cannot store a cubin stops it (the loads would compile each again). Returns the number compiled
+ * now and stored. */
 int at_ahead_compile(const at_ahead_kernel *kernels, size_t n, const char *templates_dir, const char *arch,
                      const char *cache_dir, int threads);
 

@@ -559,6 +559,7 @@ static void load_module(at_runtime *rt, CUcontext ctx, rt_kernel *k, const char 
   at_jit_source_free(src);
   if (rc) {
     kernel_error(k, "compiling %s: %s", k->name_expr, at_errmsg());
+    at_jit_result_free(&r); /* (a failed call may have left a log) */
     return;
   }
   if (!r.ok) {
@@ -829,10 +830,10 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
 
 enum { PREPARE_MAX_M = 1 << 20 };
 
-/* The kernels are made one after the other, through the launch path's own loads: a version that
- * compiled them in threads first was no faster on the H200 hosts it ran on (the Llama-3-8B weights
- * in 2.6-3.0 s on one host, this version 1.9-2.5 s on another; docs/perf.md, "Kernels made ready
- * at start-up"). */
+/* The kernels are compiled first, in threads, into the compile cache (ahead.h), then made one after
+ * the other through the launch path's own loads, which find them there: 6.4 s for the Llama-3-8B
+ * weights on a 16-CPU H200 host from an empty cache, 30.5 s on one CPU (docs/perf.md, "NVRTC's own
+ * cache, and compiling in threads"). */
 int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k, int64_t m_max, int *kernels) {
   static const char *const FN = "at_runtime_prepare";
   if (kernels) *kernels = 0;

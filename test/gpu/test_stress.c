@@ -752,11 +752,11 @@ static double first_call(int64_t m, int64_t n, int64_t k, uint64_t seed, const c
  * M = 4096 made ready (a tuned sm90 file, an (N, K) the time model answers, with its tails, and the
  * file that splits K and swaps operands); then the first calls at M across that range each return
  * within 10 ms, every output checked: none waits for NVRTC (on an H200 host a call after prepare
- * returned within 0.3 ms, a first call that compiled after 42-75 ms). On another empty cache, without
+ * returned within 0.3 ms, a first call that compiled after 0.3-0.7 s). On another empty cache, without
  * prepare, a first call must take longer than that, so that the check can tell. sm_90 GPUs only
  * (said and skipped elsewhere). */
 /* Between what a prepared first call took on H200 hosts (0.3 ms at most) and what a first call
- * that compiles took (42-75 ms): a margin of 4x and more on either side. */
+ * that compiles took (0.3-0.7 s; 42-75 ms when NVRTC's own cache answered): 4x and more either side. */
 static const double PREPARED_CALL_S = 0.010;
 
 static void prepared(const char *configs_dir) {
