@@ -576,11 +576,13 @@ static void load_module(at_runtime *rt, CUcontext ctx, rt_kernel *k, const char 
   if (cr != CUDA_SUCCESS) kernel_error(k, "loading %s: %s", k->name_expr, at_cu_error_name(cr));
 }
 
-/* The arch the current context's device compiles for ("sm_90a"); -1 without a current device. */
-static int device_arch(char arch[16]) {
+/* The arch the current context's device compiles for ("sm_90a") in arch, its device in *dev; -1
+ * without a current device. */
+static int device_arch(CUdevice *dev_out, char arch[16]) {
   CUdevice dev;
   int major = 0, minor = 0;
   if (at_cu->CtxGetDevice(&dev) != CUDA_SUCCESS) return -1;
+  *dev_out = dev;
   at_cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
   at_cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
   at_arch_for_cc(major * 10 + minor, arch);
@@ -606,8 +608,7 @@ static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, co
 
   CUdevice dev;
   char arch[16];
-  if (at_cu->CtxGetDevice(&dev) != CUDA_SUCCESS || device_arch(arch) != 0)
-    return kernel_error(k, "no current CUDA device"), k;
+  if (device_arch(&dev, arch) != 0) return kernel_error(k, "no current CUDA device"), k;
   at_cu->DeviceGetAttribute(&k->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
   load_module(rt, ctx, k, arch);
   if (k->error) return k;
@@ -863,7 +864,7 @@ int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k
   /* Compiled first, in threads, into the compile cache (ahead.h), each kernel not loaded yet: the
    * configs' and, for each tail, the one of the first config it was planned on (a tail whose config
    * fails to load is made from another below, and compiled then). */
-  at_ahead_kernel ahead[AT_MAX_ENTRIES + 6];
+  at_ahead_kernel ahead[AT_MAX_ENTRIES + 3 * 2]; /* a kernel per slot, and per tail (tile, CLUSTER_K) */
   size_t nahead = 0;
   for (int i = 0; i < AT_MAX_ENTRIES; i++)
     if (slot_entry[i] >= 0 && !atomic_load(&e->kernel[i]))
@@ -879,7 +880,8 @@ int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k
         break;
       }
   char arch[16];
-  if (nahead && device_arch(arch) == 0)
+  CUdevice dev;
+  if (nahead && device_arch(&dev, arch) == 0)
     at_ahead_compile(ahead, nahead, rt->templates_dir, arch, rt->cache_dir, at_cpu_count());
   for (size_t i = 0; i < nahead; i++) free(ahead[i].name_expr);
 
