@@ -58,6 +58,15 @@ def main():
                 plain = (entry, e["template"])
             groups[(p["BLOCK_M"], p["BLOCK_N"], scales, entry, e["template"])].add(
                 tuple(value(p, k) for k in keys(entry, scales)))
+    # Each config with its scales in shared memory also in its plain form (the sm90 entry without
+    # SCALE_KB): its slots hold K / 128 only where that is a multiple of 4 up to 128, and elsewhere
+    # the model would have neither form to pick (128 x 112 in pairs along N, the H200's tuned winner
+    # at 128 x 28672 x 4096, was missing at K = 5376: docs/perf.md, "Weights nobody had measured,
+    # again (session 46)").
+    if plain:
+        for (bm, bn, scales, entry, template), cfgs in list(groups.items()):
+            if scales:
+                groups[(bm, bn, 0) + plain].update(cfgs)
     for x in extra:
         p = x["params"]
         missing = [k for k in ["BLOCK_M", "BLOCK_N"] + KEYS if k not in p]
