@@ -27,7 +27,7 @@
 static const char *USAGE =
     "usage: autotune compare SPACE.yaml [--providers LIST] [--db PATH] [--configs DIR] [--shapes FILE]\n"
     "                        [--only NAME,...] [--json FILE] [--gpu N] [--pdl off|on] [--tail off|on]\n"
-    "                        [--warmup N] [--samples N]\n\n"
+    "                        [--warmup N] [--samples N] [--rounds N]\n\n"
     "Times, per shape of the space, every provider asked for, each checked against the cuBLAS reference\n"
     "first, the live ones side by side in one process on the same input sets; prints times, TFLOP/s,\n"
     "the share of the roofline floor, the ratio of the first provider's time to each other's and the\n"
@@ -56,9 +56,14 @@ static const char *USAGE =
     "  --warmup N        warm-up replays per provider and shape (default: the space's timing.warmup)\n"
     "  --samples N       timed replays per provider and shape, round-robin (default: the space's\n"
     "                    timing.retime_samples). Many of them keep a large GEMM running long enough to\n"
-    "                    reach the GPU's power limit, as a long prefill does (docs/perf.md, \"Sustained load\")\n";
+    "                    reach the GPU's power limit, as a long prefill does (docs/perf.md, \"Sustained load\")\n"
+    "  --rounds N        passes over the whole shape list (default 3), each checking and timing every shape\n"
+    "                    again on inputs made again; a shape's time is the median of its passes' times. One\n"
+    "                    pass can catch a state that slows a shape by up to 25% for that pass only\n"
+    "                    (docs/perf.md, \"Weights nobody had measured, again\"); a shape's failure in any pass\n"
+    "                    is its result\n";
 
-enum { MAX_COLUMNS = 32 };
+enum { MAX_COLUMNS = 32, DEFAULT_ROUNDS = 3, MAX_ROUNDS = 100 };
 
 typedef struct column {
   int live;          /* AT_CMP_*, or -1: a provider of files[file] */
@@ -73,6 +78,7 @@ typedef struct options {
   const char *pdl;  /* the runtime's launch mode: off or on */
   const char *tail; /* the runtime's tail: off or on */
   int64_t warmup, samples; /* the timing's counts; -1: the space's */
+  int64_t rounds;          /* passes over the shape list */
   int gpu;
 } options;
 
@@ -85,7 +91,8 @@ typedef struct run {
   size_t nfiles;
   int use[AT_CMP_NPROVIDERS], nlive;
   cmp_session S;
-  at_compare_reply *reps; /* one per shape */
+  at_compare_reply *reps; /* one per shape: with several rounds, the rounds merged (merge_round) */
+  double *round_us;       /* [shape][live provider][round]: each round's time (0: not ok), for the JSON */
 } run;
 
 /* What a column says about a shape, live or from a file. */
@@ -120,11 +127,12 @@ static int parse_options(int argc, char **argv, options *o) {
                                        {"only", required_argument, 0, 'o'},      {"json", required_argument, 0, 'j'},
                                        {"gpu", required_argument, 0, 'g'},       {"pdl", required_argument, 0, 'P'},
                                        {"tail", required_argument, 0, 'T'},      {"warmup", required_argument, 0, 'W'},
-                                       {"samples", required_argument, 0, 'S'},   {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+                                       {"samples", required_argument, 0, 'S'},   {"rounds", required_argument, 0, 'R'},
+                                       {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->providers = "autotune,cublaslt";
   o->warmup = o->samples = -1;
+  o->rounds = DEFAULT_ROUNDS;
   optind = 1;
   opterr = 0;
   for (int ch; (ch = getopt_long(argc, argv, ":h", LONG, NULL)) != -1;) {
@@ -145,6 +153,10 @@ static int parse_options(int argc, char **argv, options *o) {
     case 'S':
       if (at_parse_i64(optarg, &o->samples) || o->samples < 3 || o->samples > 100000)
         return at_fail(AT_ERR_INPUT, "compare: --samples expects an integer from 3 to 100000, got '%s'", optarg);
+      break;
+    case 'R':
+      if (at_parse_i64(optarg, &o->rounds) || o->rounds < 1 || o->rounds > MAX_ROUNDS)
+        return at_fail(AT_ERR_INPUT, "compare: --rounds expects an integer from 1 to %d, got '%s'", MAX_ROUNDS, optarg);
       break;
     case 'h': fputs(USAGE, stdout); return -1;
     case ':': return at_fail(AT_ERR_INPUT, "compare: option %s needs a value (see --help)", argv[optind - 1]);
@@ -306,6 +318,11 @@ static void cell_of(const run *R, size_t i, size_t c, cell *out) {
 
 static int cell_ok(const cell *c) { return strcmp(c->status, "ok") == 0 && c->time_us > 0; }
 
+/* Shape i's times of live provider p, one per round (0 where that round's result was not ok). */
+static double *round_slot(const run *R, size_t i, int p) {
+  return &R->round_us[(i * AT_CMP_NPROVIDERS + (size_t)p) * (size_t)R->o->rounds];
+}
+
 static double peak_tflops(const run *R) { return R->nlive ? R->S.peak.fp8_tflops : 0; }
 static double peak_gbs(const run *R) { return R->nlive ? R->S.peak.copy_gbs : 0; }
 
@@ -360,11 +377,12 @@ static void print_header(const run *R) {
     printf("every provider is a file: no GPU used, no roofline\n");
   if (R->nlive)
     printf("runtime: DB %s, configs %s, tag %s, pdl %s, tail %s; check: atol %g, rtol %g, gamma %g; %d warm-up + %d"
-           " samples each, round-robin, inputs rotated past %g x L2%s\n",
+           " samples each, round-robin, inputs rotated past %g x L2%s; %lld round%s%s\n",
            o->db ? o->db : "(none)", o->configs ? o->configs : "(none)", s->tag, o->pdl, o->tail, s->atol, s->rtol, s->gamma,
            s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple,
            /* the providers timed in turn (the FP32 reference is timed alone): compare.c scrubs */
-           R->nlive - R->use[AT_CMP_CUBLAS] > 1 ? ", L2 scrubbed before each sample" : "");
+           R->nlive - R->use[AT_CMP_CUBLAS] > 1 ? ", L2 scrubbed before each sample" : "", (long long)o->rounds,
+           o->rounds == 1 ? "" : "s", o->rounds == 1 ? "" : " over the list, a shape's time the median of its rounds'");
   for (size_t f = 0; f < R->nfiles; f++) {
     const at_results_file *file = &R->files[f];
     printf("file %s: %zu provider%s, device %s\n", file->path, file->nproviders, file->nproviders == 1 ? "" : "s",
@@ -534,6 +552,12 @@ static void json_record(at_buf *b, const run *R, size_t i, size_t c) {
     if (x.time_min_us >= 0) at_buf_printf(b, ", \"time_min_us\": %.4f", x.time_min_us);
     if (x.time_max_us >= 0) at_buf_printf(b, ", \"time_max_us\": %.4f", x.time_max_us);
     if (x.samples >= 0) at_buf_printf(b, ", \"samples\": %lld", (long long)x.samples);
+    if (x.live && R->o->rounds > 1) {
+      const double *t = round_slot(R, i, R->cols[c].live);
+      at_buf_puts(b, ", \"round_times_us\": [");
+      for (int r = 0; r < (int)R->o->rounds; r++) at_buf_printf(b, "%s%.4f", r ? ", " : "", t[r]);
+      at_buf_puts(b, "]");
+    }
     at_buf_printf(b, ", \"tflops\": %.2f", tflops_of(R, i, x.time_us));
     if (roof_of(R, i, x.time_us) > 0) at_buf_printf(b, ", \"roofline_pct\": %.2f", roof_of(R, i, x.time_us));
   } else {
@@ -588,8 +612,9 @@ static void json_head(at_buf *b, const run *R) {
   at_buf_json_string(b, s->tag);
   at_buf_printf(b, ", \"pdl\": \"%s\", \"tail\": \"%s\"", o->pdl, o->tail);
   at_buf_printf(b, "},\n  \"check\": {\"atol\": %g, \"rtol\": %g, \"gamma\": %g},\n", s->atol, s->rtol, s->gamma);
-  at_buf_printf(b, "  \"timing\": {\"warmup\": %d, \"samples\": %d, \"l2_multiple\": %g, \"seed\": %llu},\n",
-                s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple, (unsigned long long)s->seed);
+  at_buf_printf(b, "  \"timing\": {\"warmup\": %d, \"samples\": %d, \"l2_multiple\": %g, \"seed\": %llu, \"rounds\": %lld},\n",
+                s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple, (unsigned long long)s->seed,
+                (long long)(R->nlive ? o->rounds : 1));
 }
 
 static void json_geomean(at_buf *b, const run *R, size_t c) {
@@ -693,14 +718,62 @@ static int report_missing(const run *R) {
 
 /* ---- the command ------------------------------------------------------------------------------ */
 
-static int run_live(run *R, size_t i) {
+/* Round `round`'s reply for shape i merged into R->reps[i]. A provider's result stays ok only while
+ * it is ok in every round (its first failure replaces it: a shape that fails once has failed); its
+ * times and check figures gather (the median is taken once the rounds are done, finish_rounds). */
+static void merge_round(run *R, size_t i, int round, const at_compare_reply *rep) {
+  for (int p = 0; p < AT_CMP_NPROVIDERS; p++)
+    round_slot(R, i, p)[round] = cmp_result_ok(&rep->r[p]) ? rep->r[p].time_us : 0;
+  if (round == 0) {
+    R->reps[i] = *rep;
+    return;
+  }
+  for (int p = 0; p < AT_CMP_NPROVIDERS; p++) {
+    at_compare_result *m = &R->reps[i].r[p];
+    const at_compare_result *x = &rep->r[p];
+    if (!R->use[p] || !cmp_result_ok(m)) continue;
+    if (!cmp_result_ok(x)) {
+      *m = *x;
+      continue;
+    }
+    if (x->time_min_us < m->time_min_us) m->time_min_us = x->time_min_us;
+    if (x->time_max_us > m->time_max_us) m->time_max_us = x->time_max_us;
+    m->samples += x->samples;
+    if (x->check_ratio > m->check_ratio) m->check_ratio = x->check_ratio;
+    if (x->max_abs_err > m->max_abs_err) m->max_abs_err = x->max_abs_err;
+    if (x->bad_count > m->bad_count) m->bad_count = x->bad_count;
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Each provider still ok after every round: its time is the median of the rounds' times. */
+static void finish_rounds(run *R, size_t i) {
+  const int n = (int)R->o->rounds;
+  for (int p = 0; p < AT_CMP_NPROVIDERS && n > 1; p++) {
+    at_compare_result *m = &R->reps[i].r[p];
+    if (!R->use[p] || !cmp_result_ok(m)) continue;
+    double t[MAX_ROUNDS];
+    memcpy(t, round_slot(R, i, p), (size_t)n * sizeof *t);
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    m->time_us = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+  }
+}
+
+static int run_live(run *R, size_t i, int round) {
   const at_space *s = R->space;
   cmp_settings set = {s->atol, s->rtol, s->gamma, s->seed, s->timing.warmup,
                       s->timing.retime_samples, /* a side-by-side timing, like the tuner's re-timing */
                       s->timing.l2_multiple};
   at_compare_req *q = at_xcalloc(1, sizeof *q);
+  at_compare_reply *rep = at_xcalloc(1, sizeof *rep);
   cmp_request(q, s->op_name, &s->shapes[i], &set, R->use, R->o->db, R->o->configs, s->tag);
-  int rc = cmp_session_shape(&R->S, q, &R->reps[i]);
+  int rc = cmp_session_shape(&R->S, q, rep);
+  if (rc == AT_OK) merge_round(R, i, round, rep);
+  free(rep);
   free(q);
   return rc;
 }
@@ -736,6 +809,7 @@ int cmd_compare(int argc, char **argv) {
     rc = at_fail(AT_ERR_INPUT, "--json %s is the search space; it would be overwritten", o.json);
   if (rc) goto out;
   R.reps = at_xcalloc(space->nshapes, sizeof *R.reps);
+  R.round_us = at_xcalloc(space->nshapes * AT_CMP_NPROVIDERS * (size_t)o.rounds, sizeof *R.round_us);
 
   if (R.nlive) {
     if ((rc = cmp_session_probe("compare", o.gpu))) goto out;
@@ -746,9 +820,18 @@ int cmd_compare(int argc, char **argv) {
     if (R.S.peak.note[0]) fprintf(stderr, "autotune: %s\n", R.S.peak.note);
   }
   print_header(&R);
-  for (size_t i = 0; i < space->nshapes && rc == AT_OK; i++) {
-    if (R.nlive) rc = run_live(&R, i);
-    if (rc == AT_OK) print_row(&R, i);
+  /* Round after round over the whole list (not a shape's rounds back to back: a state that lasts a
+   * few seconds then weighs on one of its passes only); the rows come with the last round. */
+  const int rounds = R.nlive ? (int)o.rounds : 1;
+  for (int round = 0; round < rounds && rc == AT_OK; round++) {
+    if (rounds > 1) fprintf(stderr, "autotune: compare: round %d of %d, %zu shapes\n", round + 1, rounds, space->nshapes);
+    for (size_t i = 0; i < space->nshapes && rc == AT_OK; i++) {
+      if (R.nlive) rc = run_live(&R, i, round);
+      if (rc == AT_OK && round == rounds - 1) {
+        finish_rounds(&R, i);
+        print_row(&R, i);
+      }
+    }
   }
   cmp_session_stop(&R.S);
   if (rc) goto out;
@@ -761,6 +844,7 @@ out:
   for (size_t f = 0; f < R.nfiles; f++) at_results_free(&R.files[f]);
   free(R.files);
   free(R.reps);
+  free(R.round_us);
   at_space_free(space);
   return rc;
 }

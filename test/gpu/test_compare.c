@@ -3,7 +3,8 @@
  * fresh DB (every result and the vendor baseline keep the check's worst ratio, results.check_ratio),
  * then:
  *   - compare: both providers checked and timed on every shape, the runtime answering from the DB,
- *     a ratio per shape and the geometric means, exit 0; the JSON says the same;
+ *     a ratio per shape and the geometric means, exit 0; the JSON says the same; by default in three
+ *     rounds over the list, each time the median of its rounds' times; with --rounds 1 in one;
  *   - all four live providers (autotune, default, cublaslt, cublas), then a file provider: the
  *     results file just written, compared again with the live autotune;
  *   - --shapes (CSV) with a shape nobody tuned: the runtime's built-in config answers, exit 0;
@@ -22,6 +23,7 @@
 #include "../unit/check.h"
 #include "../unit/dbq.h"
 #include "../unit/proc.h"
+#include "core/json.h"
 #include "core/store.h"
 #include "core/util.h"
 
@@ -65,6 +67,45 @@ static long retimings(const char *text, int vendor) {
 }
 
 /* The pid of the live compare worker (its command line says "worker --gpu N --compare"), or 0. */
+/* Rounds in a compare results file: every ok record of a live provider has `rounds` round times,
+ * each positive, and its time is their median (printed with 4 decimals both). Returns the number of
+ * records checked; -1 when one is wrong. */
+static int rounds_ok(const char *path, int rounds) {
+  at_json *j = NULL;
+  if (at_json_load(path, &j) != AT_OK) return -1;
+  int checked = 0, bad = 0;
+  const at_json *shapes = at_json_get(j, "shapes");
+  for (size_t i = 0; shapes && i < shapes->n; i++)
+    for (size_t k = 0; k < shapes->items[i]->n; k++) {
+      const at_json *rec = shapes->items[i]->items[k];
+      const char *status = at_json_str(rec, "status");
+      if (rec->kind != AT_J_OBJECT || !status || strcmp(status, "ok") != 0) continue;
+      const at_json *t = at_json_get(rec, "round_times_us"), *time = at_json_get(rec, "time_us");
+      if (rounds == 1) {
+        bad += t != NULL;
+        checked++;
+        continue;
+      }
+      if (!t || t->kind != AT_J_ARRAY || (int)t->n != rounds || !time) {
+        bad++;
+        continue;
+      }
+      double v[16];
+      for (int r = 0; r < rounds && r < 16; r++) v[r] = t->items[r]->number, bad += !(v[r] > 0);
+      for (int a = 0; a < rounds; a++) /* sorted, to take the middle */
+        for (int b = a + 1; b < rounds; b++)
+          if (v[b] < v[a]) {
+            double x = v[a];
+            v[a] = v[b], v[b] = x;
+          }
+      const double med = rounds % 2 ? v[rounds / 2] : (v[rounds / 2 - 1] + v[rounds / 2]) / 2;
+      bad += !(time->number > med - 2e-4 && time->number < med + 2e-4);
+      checked++;
+    }
+  at_json_free(j);
+  return bad ? -1 : checked;
+}
+
 static pid_t compare_worker(void) {
   static const char *const NEEDLES[] = {"autotune", "worker --gpu", "--compare", NULL};
   pid_t pid;
@@ -119,6 +160,10 @@ int main(int argc, char **argv) {
   CHECK_EQ_INT(count_of(j, ", tile "), 3);
   CHECK_EQ_INT(count_of(j, ", split K "), 3);
   CHECK_CONTAINS(j, "\"format\": \"autotune-results/1\"");
+  /* Three rounds by default: each record's time the median of its three. */
+  CHECK_CONTAINS(j, "\"rounds\": 3}");
+  CHECK_CONTAINS(out, "3 rounds over the list");
+  CHECK_EQ_INT(rounds_ok(json, 3), 6);
   free(out), free(j);
 
   /* Every live provider: the built-in config through the runtime, the FP32 reference unchecked. */
@@ -157,12 +202,18 @@ int main(int argc, char **argv) {
   free(j);
 
   /* One provider. */
-  char *cmp3[] = {"compare", space, "--providers", "cublaslt", "--db", db, "--json", json, NULL};
+  char *cmp3[] = {"compare", space, "--providers", "cublaslt", "--db", db, "--json", json, "--rounds", "1", NULL};
   CHECK_EQ_INT(run("vendor.txt", 900, cmp3), 0);
   j = slurp(json);
   CHECK_EQ_INT(count_of(j, "\"autotune\": {"), 0);
   CHECK_EQ_INT(count_of(j, "\"status\": \"ok\", \"time_us\": "), 3);
+  CHECK_CONTAINS(j, "\"rounds\": 1}");
+  CHECK_EQ_INT(rounds_ok(json, 1), 3); /* one round: no round times */
   free(j);
+  /* Two rounds: the median of two is their mean. */
+  char *cmp3b[] = {"compare", space, "--providers", "cublaslt", "--db", db, "--json", json, "--rounds", "2", NULL};
+  CHECK_EQ_INT(run("vendor2.txt", 900, cmp3b), 0);
+  CHECK_EQ_INT(rounds_ok(json, 2), 3);
 
   /* tune --shapes: exactly the CSV's shapes are tuned (a DB of their own). */
   char *db2 = at_path_join(TMP, "shapes.db");

@@ -187,6 +187,15 @@ static void file_providers(void) {
   free(j);
   expect(RUN(SPACE, "--providers", list, "--samples", "2"), 2, "--samples expects an integer from 3 to 100000, got '2'");
   expect(RUN(SPACE, "--providers", list, "--warmup", "x"), 2, "--warmup expects an integer");
+  expect(RUN(SPACE, "--providers", list, "--rounds", "0"), 2, "--rounds expects an integer from 1 to 100, got '0'");
+  expect(RUN(SPACE, "--providers", list, "--rounds", "101"), 2, "--rounds expects an integer from 1 to 100");
+  /* With files only nothing is timed again: one round, whatever --rounds says. */
+  expect(RUN(SPACE, "--providers", list, "--json", json, "--rounds", "5"), 0, "triton / cutlass");
+  j = slurp(json);
+  CHECK_CONTAINS(j, "\"seed\": ");
+  CHECK_CONTAINS(j, "\"rounds\": 1}");
+  CHECK(strstr(j, "round_times_us") == NULL);
+  free(j);
   /* compare's own file is a provider file in turn: the same provider twice gets its file's name. */
   char *again = at_xasprintf("file:%s,file:%s", tri, json);
   expect(RUN(SPACE, "--providers", again), 0, "triton+files us");
