@@ -66,6 +66,9 @@ def main():
     if plain:
         for (bm, bn, scales, entry, template), cfgs in list(groups.items()):
             if scales:
+                # Told apart by the same KEYS (the SCALE_KB entry fixes SWAP_AB at 0), so the plain
+                # entry's tuples have the same length: checked, a longer one would be cut silently.
+                assert all(len(c) == len(KEYS) for c in cfgs), "a SCALE_KB config with more than KEYS"
                 groups[(bm, bn, 0) + plain].update(cfgs)
     for x in extra:
         p = x["params"]

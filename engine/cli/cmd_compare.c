@@ -59,9 +59,9 @@ static const char *USAGE =
     "                    reach the GPU's power limit, as a long prefill does (docs/perf.md, \"Sustained load\")\n"
     "  --rounds N        passes over the whole shape list (default 3), each checking and timing every shape\n"
     "                    again on inputs made again; a shape's time is the median of its passes' times. One\n"
-    "                    pass can catch a state that slows a shape by up to 25% for that pass only\n"
+    "                    pass can catch a state that slows a shape by up to 35% for that pass only\n"
     "                    (docs/perf.md, \"Weights nobody had measured, again\"); a shape's failure in any pass\n"
-    "                    is its result\n";
+    "                    is its result. The rows come in the last pass\n";
 
 enum { MAX_COLUMNS = 32, DEFAULT_ROUNDS = 3, MAX_ROUNDS = 100 };
 
@@ -91,6 +91,7 @@ typedef struct run {
   size_t nfiles;
   int use[AT_CMP_NPROVIDERS], nlive;
   cmp_session S;
+  int rounds;             /* passes over the list: --rounds with a live provider, else 1 */
   at_compare_reply *reps; /* one per shape: with several rounds, the rounds merged (merge_round) */
   double *round_us;       /* [shape][live provider][round]: each round's time (0: not ok), for the JSON */
 } run;
@@ -320,7 +321,7 @@ static int cell_ok(const cell *c) { return strcmp(c->status, "ok") == 0 && c->ti
 
 /* Shape i's times of live provider p, one per round (0 where that round's result was not ok). */
 static double *round_slot(const run *R, size_t i, int p) {
-  return &R->round_us[(i * AT_CMP_NPROVIDERS + (size_t)p) * (size_t)R->o->rounds];
+  return &R->round_us[(i * AT_CMP_NPROVIDERS + (size_t)p) * (size_t)R->rounds];
 }
 
 static double peak_tflops(const run *R) { return R->nlive ? R->S.peak.fp8_tflops : 0; }
@@ -381,8 +382,8 @@ static void print_header(const run *R) {
            o->db ? o->db : "(none)", o->configs ? o->configs : "(none)", s->tag, o->pdl, o->tail, s->atol, s->rtol, s->gamma,
            s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple,
            /* the providers timed in turn (the FP32 reference is timed alone): compare.c scrubs */
-           R->nlive - R->use[AT_CMP_CUBLAS] > 1 ? ", L2 scrubbed before each sample" : "", (long long)o->rounds,
-           o->rounds == 1 ? "" : "s", o->rounds == 1 ? "" : " over the list, a shape's time the median of its rounds'");
+           R->nlive - R->use[AT_CMP_CUBLAS] > 1 ? ", L2 scrubbed before each sample" : "", (long long)R->rounds,
+           R->rounds == 1 ? "" : "s", R->rounds == 1 ? "" : " over the list, a shape's time the median of its rounds'");
   for (size_t f = 0; f < R->nfiles; f++) {
     const at_results_file *file = &R->files[f];
     printf("file %s: %zu provider%s, device %s\n", file->path, file->nproviders, file->nproviders == 1 ? "" : "s",
@@ -552,10 +553,10 @@ static void json_record(at_buf *b, const run *R, size_t i, size_t c) {
     if (x.time_min_us >= 0) at_buf_printf(b, ", \"time_min_us\": %.4f", x.time_min_us);
     if (x.time_max_us >= 0) at_buf_printf(b, ", \"time_max_us\": %.4f", x.time_max_us);
     if (x.samples >= 0) at_buf_printf(b, ", \"samples\": %lld", (long long)x.samples);
-    if (x.live && R->o->rounds > 1) {
+    if (x.live && R->rounds > 1) {
       const double *t = round_slot(R, i, R->cols[c].live);
       at_buf_puts(b, ", \"round_times_us\": [");
-      for (int r = 0; r < (int)R->o->rounds; r++) at_buf_printf(b, "%s%.4f", r ? ", " : "", t[r]);
+      for (int r = 0; r < R->rounds; r++) at_buf_printf(b, "%s%.4f", r ? ", " : "", t[r]);
       at_buf_puts(b, "]");
     }
     at_buf_printf(b, ", \"tflops\": %.2f", tflops_of(R, i, x.time_us));
@@ -614,7 +615,7 @@ static void json_head(at_buf *b, const run *R) {
   at_buf_printf(b, "},\n  \"check\": {\"atol\": %g, \"rtol\": %g, \"gamma\": %g},\n", s->atol, s->rtol, s->gamma);
   at_buf_printf(b, "  \"timing\": {\"warmup\": %d, \"samples\": %d, \"l2_multiple\": %g, \"seed\": %llu, \"rounds\": %lld},\n",
                 s->timing.warmup, s->timing.retime_samples, s->timing.l2_multiple, (unsigned long long)s->seed,
-                (long long)(R->nlive ? o->rounds : 1));
+                (long long)R->rounds);
 }
 
 static void json_geomean(at_buf *b, const run *R, size_t c) {
@@ -752,7 +753,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Each provider still ok after every round: its time is the median of the rounds' times. */
 static void finish_rounds(run *R, size_t i) {
-  const int n = (int)R->o->rounds;
+  const int n = R->rounds;
   for (int p = 0; p < AT_CMP_NPROVIDERS && n > 1; p++) {
     at_compare_result *m = &R->reps[i].r[p];
     if (!R->use[p] || !cmp_result_ok(m)) continue;
@@ -809,7 +810,8 @@ int cmd_compare(int argc, char **argv) {
     rc = at_fail(AT_ERR_INPUT, "--json %s is the search space; it would be overwritten", o.json);
   if (rc) goto out;
   R.reps = at_xcalloc(space->nshapes, sizeof *R.reps);
-  R.round_us = at_xcalloc(space->nshapes * AT_CMP_NPROVIDERS * (size_t)o.rounds, sizeof *R.round_us);
+  R.rounds = R.nlive ? (int)o.rounds : 1; /* files are read once */
+  R.round_us = at_xcalloc(space->nshapes * AT_CMP_NPROVIDERS * (size_t)R.rounds, sizeof *R.round_us);
 
   if (R.nlive) {
     if ((rc = cmp_session_probe("compare", o.gpu))) goto out;
@@ -822,7 +824,7 @@ int cmd_compare(int argc, char **argv) {
   print_header(&R);
   /* Round after round over the whole list (not a shape's rounds back to back: a state that lasts a
    * few seconds then weighs on one of its passes only); the rows come with the last round. */
-  const int rounds = R.nlive ? (int)o.rounds : 1;
+  const int rounds = R.rounds;
   for (int round = 0; round < rounds && rc == AT_OK; round++) {
     if (rounds > 1) fprintf(stderr, "autotune: compare: round %d of %d, %zu shapes\n", round + 1, rounds, space->nshapes);
     for (size_t i = 0; i < space->nshapes && rc == AT_OK; i++) {

@@ -66,13 +66,13 @@ static long retimings(const char *text, int vendor) {
   return sum;
 }
 
-/* The pid of the live compare worker (its command line says "worker --gpu N --compare"), or 0. */
 /* Rounds in a compare results file: every ok record of a live provider has `rounds` round times,
  * each positive, and its time is their median (printed with 4 decimals both). Returns the number of
  * records checked; -1 when one is wrong. */
 static int rounds_ok(const char *path, int rounds) {
+  enum { MAX = 16 };
   at_json *j = NULL;
-  if (at_json_load(path, &j) != AT_OK) return -1;
+  if (rounds < 1 || rounds > MAX || at_json_load(path, &j) != AT_OK) return -1;
   int checked = 0, bad = 0;
   const at_json *shapes = at_json_get(j, "shapes");
   for (size_t i = 0; shapes && i < shapes->n; i++)
@@ -90,8 +90,8 @@ static int rounds_ok(const char *path, int rounds) {
         bad++;
         continue;
       }
-      double v[16];
-      for (int r = 0; r < rounds && r < 16; r++) v[r] = t->items[r]->number, bad += !(v[r] > 0);
+      double v[MAX];
+      for (int r = 0; r < rounds; r++) v[r] = t->items[r]->number, bad += !(v[r] > 0);
       for (int a = 0; a < rounds; a++) /* sorted, to take the middle */
         for (int b = a + 1; b < rounds; b++)
           if (v[b] < v[a]) {
@@ -106,6 +106,7 @@ static int rounds_ok(const char *path, int rounds) {
   return bad ? -1 : checked;
 }
 
+/* The pid of the live compare worker (its command line says "worker --gpu N --compare"), or 0. */
 static pid_t compare_worker(void) {
   static const char *const NEEDLES[] = {"autotune", "worker --gpu", "--compare", NULL};
   pid_t pid;
