@@ -746,11 +746,6 @@ static void merge_round(run *R, size_t i, int round, const at_compare_reply *rep
   }
 }
 
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Each provider still ok after every round: its time is the median of the rounds' times. */
 static void finish_rounds(run *R, size_t i) {
   const int n = R->rounds;
@@ -759,8 +754,7 @@ static void finish_rounds(run *R, size_t i) {
     if (!R->use[p] || !cmp_result_ok(m)) continue;
     double t[MAX_ROUNDS];
     memcpy(t, round_slot(R, i, p), (size_t)n * sizeof *t);
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    m->time_us = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+    m->time_us = at_median(t, n);
   }
 }
 

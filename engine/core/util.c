@@ -325,3 +325,14 @@ int at_switch_env(const char *var) {
 int at_pdl_env(void) { return at_switch_env("AUTOTUNE_PDL"); }
 
 int at_tail_env(void) { return at_switch_env("AUTOTUNE_TAIL"); }
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double at_median(double *v, int n) {
+  if (n <= 0) return 0;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}

@@ -51,6 +51,7 @@ int at_file_exists(const char *path);
 int at_same_file(const char *a, const char *b);
 
 double at_now_s(void);      /* monotonic seconds */
+double at_median(double *v, int n); /* sorts v; 0 for n <= 0 */
 char *at_utc_now_iso(void); /* "2026-11-22T05:00:00Z", malloc'd */
 
 int at_cpu_count(void);

@@ -68,17 +68,6 @@ int at_timed_sample(at_timed *t, double *us) {
   return AT_OK;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-double at_median(double *v, int n) {
-  if (n <= 0) return 0;
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 int at_bench_timed(at_timed *t, const at_bench_cfg *cfg, at_bench_result *r) {
   memset(r, 0, sizeof *r);
   double *v = at_xcalloc((size_t)cfg->samples, sizeof *v), *tmp = at_xcalloc((size_t)cfg->samples, sizeof *tmp);

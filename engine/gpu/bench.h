@@ -38,6 +38,5 @@ int at_bench(const at_gpu *g, at_enqueue_fn fn, void *ctx, const at_bench_cfg *c
 /* The same on a timed unit the caller made (cfg->sets is the unit's): warm-up, samples, the cut. */
 int at_bench_timed(at_timed *t, const at_bench_cfg *cfg, at_bench_result *r);
 
-double at_median(double *v, int n); /* sorts v */
 
 #endif

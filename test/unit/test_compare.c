@@ -263,8 +263,19 @@ static void without_gpu(void) {
   free(j), free(json), free(csv);
 }
 
+/* The median that compare's rounds (and every timing) take: the middle value, or the mean of the two
+ * middle ones, whatever the order given. */
+static void median(void) {
+  double odd[] = {9.0, 1.0, 5.0}, even[] = {4.0, 1.0, 3.0, 2.0}, one[] = {7.5};
+  CHECK(at_median(odd, 3) == 5.0);
+  CHECK(at_median(even, 4) == 2.5);
+  CHECK(at_median(one, 1) == 7.5);
+  CHECK(at_median(one, 0) == 0.0);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
+  median();
   EXE = argv[1];
   TMP = scratch_dir("compare");
   SPACE = at_path_join(getenv("AT_TEST_DATA"), "spaces/tiny.yaml");
