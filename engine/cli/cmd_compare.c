@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../core/board.h"
 #include "../core/results.h"
 #include "../core/shapefile.h"
 #include "../core/space.h"
@@ -61,7 +62,9 @@ static const char *USAGE =
     "                    again on inputs made again; a shape's time is the median of its passes' times. One\n"
     "                    pass can catch a state that slows a shape by up to 35% for that pass only\n"
     "                    (docs/perf.md, \"Weights nobody had measured, again\"); a shape's failure in any pass\n"
-    "                    is its result. The rows come in the last pass\n";
+    "                    is its result. The rows come in the last pass\n\n"
+    "The last line says what the GPU board did (NVML, where the driver has it): each round's power and\n"
+    "the share of it the power limit held the clocks down, and the SM clock the shapes were timed at.\n";
 
 enum { MAX_COLUMNS = 32, DEFAULT_ROUNDS = 3, MAX_ROUNDS = 100 };
 
@@ -94,6 +97,10 @@ typedef struct run {
   int rounds;             /* passes over the list: --rounds with a live provider, else 1 */
   at_compare_reply *reps; /* one per shape: with several rounds, the rounds merged (merge_round) */
   double *round_us;       /* [shape][live provider][round]: each round's time (0: not ok), for the JSON */
+  at_board_clock *clock;  /* [shape][round]: the SM clock while the shape was timed */
+  const at_board *board;  /* the GPU's board (NVML), NULL when not there: board_note says why */
+  char board_note[96];
+  at_board_span *round_board; /* [round]: the board over each whole round */
 } run;
 
 /* What a column says about a shape, live or from a file. */
@@ -502,6 +509,57 @@ static void print_summary(const run *R) {
   }
 }
 
+/* The median of the shapes' median SM clocks in round r (0 when none was read). */
+static int round_mhz(const run *R, int r) {
+  size_t n = 0;
+  double *v = at_xcalloc(R->space->nshapes + 1, sizeof *v);
+  for (size_t i = 0; i < R->space->nshapes; i++) {
+    const at_board_clock *c = &R->clock[i * (size_t)R->rounds + (size_t)r];
+    if (c->reads) v[n++] = c->median_mhz;
+  }
+  int mhz = n ? (int)(at_median(v, n) + 0.5) : 0;
+  free(v);
+  return mhz;
+}
+
+/* The lowest and highest median clock of a shape over every round; the hosts's cost of a read. */
+static void clock_range(const run *R, int *lo, int *hi, double *read_us) {
+  double sum = 0;
+  int n = 0;
+  *lo = *hi = 0;
+  for (size_t i = 0; i < R->space->nshapes * (size_t)R->rounds; i++) {
+    const at_board_clock *c = &R->clock[i];
+    if (!c->reads) continue;
+    if (!*lo || c->median_mhz < *lo) *lo = c->median_mhz;
+    if (c->median_mhz > *hi) *hi = c->median_mhz;
+    sum += c->read_us, n++;
+  }
+  *read_us = n ? sum / n : 0;
+}
+
+/* The board while the rounds ran (core/board.h): its power and capped share over each round, the
+ * SM clock during the samples. The absolute times depend on it; the ratios much less (the providers
+ * were timed in turn). */
+static void print_board(const run *R) {
+  if (!R->board) {
+    printf("board: not read (%s)\n", R->board_note);
+    return;
+  }
+  int lo, hi;
+  double read_us;
+  clock_range(R, &lo, &hi, &read_us);
+  printf("board (NVML, power limit %d W):", at_board_limit_w(R->board));
+  for (int r = 0; r < R->rounds; r++) {
+    const at_board_span *b = &R->round_board[r];
+    printf("%s round %d %.1f s", r ? ";" : "", r + 1, b->seconds);
+    if (b->watts >= 0) printf(", %.0f W", b->watts);
+    if (b->capped_pct >= 0) printf(", power-capped %.0f%%", b->capped_pct);
+    if (round_mhz(R, r)) printf(", SM %d MHz", round_mhz(R, r));
+  }
+  if (hi) printf("; a shape's SM clock %d-%d MHz (median of a read per turn, %.0f us a read)", lo, hi, read_us);
+  printf("\n");
+}
+
 /* ---- the results file ------------------------------------------------------------------------- */
 
 static void json_ratio(at_buf *b, const char *key, double v) {
@@ -641,6 +699,56 @@ static void json_geomean(at_buf *b, const run *R, size_t c) {
   at_buf_printf(b, ", \"above_1_10\": %d}", above);
 }
 
+static void json_num_or_null(at_buf *b, double v, const char *fmt) {
+  if (v < 0)
+    at_buf_puts(b, "null");
+  else
+    at_buf_printf(b, fmt, v);
+}
+
+/* Top level: the board over each round; {"source": null, "note"} when it was not read. */
+static void json_board(at_buf *b, const run *R) {
+  if (!R->board) {
+    at_buf_puts(b, "{\"source\": null, \"note\": ");
+    at_buf_json_string(b, R->nlive ? R->board_note : "no live provider");
+    at_buf_puts(b, "}");
+    return;
+  }
+  int lo, hi;
+  double read_us;
+  clock_range(R, &lo, &hi, &read_us);
+  at_buf_printf(b, "{\"source\": \"nvml\", \"limit_w\": %d, \"clock_read_us\": %.1f, \"rounds\": [",
+                at_board_limit_w(R->board), read_us);
+  for (int r = 0; r < R->rounds; r++) {
+    const at_board_span *s = &R->round_board[r];
+    at_buf_printf(b, "%s{\"seconds\": %.3f, \"watts\": ", r ? ", " : "", s->seconds);
+    json_num_or_null(b, s->watts, "%.1f");
+    at_buf_puts(b, ", \"power_capped_pct\": ");
+    json_num_or_null(b, s->capped_pct, "%.1f");
+    at_buf_puts(b, ", \"sm_mhz\": ");
+    json_num_or_null(b, round_mhz(R, r) ? round_mhz(R, r) : -1, "%.0f");
+    at_buf_puts(b, "}");
+  }
+  at_buf_puts(b, "]}");
+}
+
+/* A shape's SM clock while timed, per round: median, lowest, highest read (null where not read). */
+static void json_shape_clock(at_buf *b, const run *R, size_t i) {
+  const at_board_clock *c = R->clock + i * (size_t)R->rounds;
+  static const char *KEYS[] = {"median", "min", "max"};
+  at_buf_puts(b, ",\n     \"sm_mhz\": {");
+  for (size_t k = 0; k < AT_ARRAY_LEN(KEYS); k++) {
+    at_buf_printf(b, "%s\"%s\": [", k ? ", " : "", KEYS[k]);
+    for (int r = 0; r < R->rounds; r++) {
+      int v = !c[r].reads ? -1 : k == 0 ? c[r].median_mhz : k == 1 ? c[r].min_mhz : c[r].max_mhz;
+      at_buf_puts(b, r ? ", " : "");
+      json_num_or_null(b, v, "%.0f");
+    }
+    at_buf_puts(b, "]");
+  }
+  at_buf_puts(b, "}");
+}
+
 static int write_json(const run *R, double seconds) {
   const at_space *s = R->space;
   at_buf b = {0};
@@ -657,6 +765,7 @@ static int write_json(const run *R, double seconds) {
     at_buf_printf(&b, ", \"sets\": %d, \"flops\": %.6g, \"min_bytes\": %.6g", R->nlive ? R->reps[i].sets : 0,
                   s->op->flops(sh), s->op->min_bytes(sh));
     for (size_t c = 0; c < R->ncols; c++) json_record(&b, R, i, c);
+    if (R->nlive) json_shape_clock(&b, R, i);
     at_buf_puts(&b, ",\n     ");
     json_ratio(&b, "ratio", R->ncols > 1 && ratio_of(R, i, 1) > 0 ? ratio_of(R, i, 1) : -1);
     at_buf_puts(&b, ", \"ratios\": {");
@@ -675,7 +784,9 @@ static int write_json(const run *R, double seconds) {
     at_buf_puts(&b, ": ");
     json_geomean(&b, R, c);
   }
-  at_buf_puts(&b, "},\n  \"missing\": [");
+  at_buf_puts(&b, "},\n  \"board\": ");
+  json_board(&b, R);
+  at_buf_puts(&b, ",\n  \"missing\": [");
   int first = 1;
   for (size_t i = 0; i < s->nshapes; i++)
     for (size_t c = 0; c < R->ncols; c++) {
@@ -723,6 +834,7 @@ static int report_missing(const run *R) {
  * it is ok in every round (its first failure replaces it: a shape that fails once has failed); its
  * times and check figures gather (the median is taken once the rounds are done, finish_rounds). */
 static void merge_round(run *R, size_t i, int round, const at_compare_reply *rep) {
+  R->clock[i * (size_t)R->rounds + (size_t)round] = rep->clock;
   for (int p = 0; p < AT_CMP_NPROVIDERS; p++)
     round_slot(R, i, p)[round] = cmp_result_ok(&rep->r[p]) ? rep->r[p].time_us : 0;
   if (round == 0) {
@@ -806,6 +918,8 @@ int cmd_compare(int argc, char **argv) {
   R.reps = at_xcalloc(space->nshapes, sizeof *R.reps);
   R.rounds = R.nlive ? (int)o.rounds : 1; /* files are read once */
   R.round_us = at_xcalloc(space->nshapes * AT_CMP_NPROVIDERS * (size_t)R.rounds, sizeof *R.round_us);
+  R.clock = at_xcalloc(space->nshapes * (size_t)R.rounds, sizeof *R.clock);
+  R.round_board = at_xcalloc((size_t)R.rounds, sizeof *R.round_board);
 
   if (R.nlive) {
     if ((rc = cmp_session_probe("compare", o.gpu))) goto out;
@@ -814,6 +928,7 @@ int cmd_compare(int argc, char **argv) {
                       " configs\n");
     if ((rc = cmp_session_start(&R.S, o.gpu))) goto out;
     if (R.S.peak.note[0]) fprintf(stderr, "autotune: %s\n", R.S.peak.note);
+    R.board = at_board_open(R.S.dev.uuid, R.board_note, sizeof R.board_note);
   }
   print_header(&R);
   /* Round after round over the whole list (not a shape's rounds back to back: a state that lasts a
@@ -821,6 +936,8 @@ int cmd_compare(int argc, char **argv) {
   const int rounds = R.rounds;
   for (int round = 0; round < rounds && rc == AT_OK; round++) {
     if (rounds > 1) fprintf(stderr, "autotune: compare: round %d of %d, %zu shapes\n", round + 1, rounds, space->nshapes);
+    at_board_reading from, to;
+    at_board_read(R.board, &from);
     for (size_t i = 0; i < space->nshapes && rc == AT_OK; i++) {
       if (R.nlive) rc = run_live(&R, i, round);
       if (rc == AT_OK && round == rounds - 1) {
@@ -828,10 +945,13 @@ int cmd_compare(int argc, char **argv) {
         print_row(&R, i);
       }
     }
+    at_board_read(R.board, &to);
+    at_board_span_of(&from, &to, &R.round_board[round]);
   }
   cmp_session_stop(&R.S);
   if (rc) goto out;
   print_summary(&R);
+  if (R.nlive) print_board(&R);
   if (o.json && (rc = write_json(&R, at_now_s() - t0))) goto out;
   rc = report_missing(&R);
 
@@ -841,6 +961,8 @@ out:
   free(R.files);
   free(R.reps);
   free(R.round_us);
+  free(R.clock);
+  free(R.round_board);
   at_space_free(space);
   return rc;
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/board.h"
 #include "../core/config.h"
 #include "../core/lookup.h"
 #include "../core/proto.h"
@@ -279,6 +280,21 @@ static void check_provider(cmp_worker *w, int p, const at_check_bound *bound, at
   set_result(r, "ok", "%s", "");
 }
 
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* A shape's SM clock from its reads (sorted here). */
+static void clock_summary(at_board_clock *c, int *mhz, int n, double read_s) {
+  c->reads = n;
+  if (!n) return;
+  qsort(mhz, (size_t)n, sizeof *mhz, cmp_int);
+  c->min_mhz = mhz[0], c->max_mhz = mhz[n - 1];
+  c->median_mhz = n % 2 ? mhz[n / 2] : (mhz[n / 2 - 1] + mhz[n / 2]) / 2;
+  c->read_us = 1e6 * read_s / n;
+}
+
 /* The providers that passed their check, timed side by side: every round takes one sample of each,
  * the order turned around every round (A B, B A, ...), so that each sees the same clocks and
  * temperature and neither always runs right after the other. With two or more, each sample follows
@@ -300,6 +316,9 @@ static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_re
     v[p] = at_xcalloc((size_t)samples, sizeof *v[p]);
     active[na++] = p;
   }
+  const at_board *board = na ? at_board_open(w->g.info.uuid, rep->clock.note, sizeof rep->clock.note) : NULL;
+  int *mhz = board ? at_xcalloc((size_t)(samples + warmup), sizeof *mhz) : NULL, nmhz = 0;
+  double read_s = 0;
   for (int s = -warmup; s < samples && !w->dead; s++)
     for (int i = 0; i < na && !w->dead; i++) {
       int p = active[(s & 1) ? na - 1 - i : i];
@@ -313,7 +332,17 @@ static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_re
         continue;
       }
       if (s >= 0) v[p][s] = us;
+      /* The clock after each turn (every provider sampled once): a read costs the host some
+       * microseconds while the GPU waits for the next launch (reported: read_us). */
+      if (board && i == na - 1 && s >= 0) {
+        double t0 = at_now_s();
+        int f = at_board_sm_mhz(board);
+        read_s += at_now_s() - t0;
+        if (f > 0) mhz[nmhz++] = f;
+      }
     }
+  clock_summary(&rep->clock, mhz, nmhz, read_s);
+  free(mhz);
   for (int i = 0; i < na; i++) {
     int p = active[i];
     at_compare_result *r = at_cmp_result_of(rep, p);

@@ -4,7 +4,9 @@
  * then:
  *   - compare: both providers checked and timed on every shape, the runtime answering from the DB,
  *     a ratio per shape and the geometric means, exit 0; the JSON says the same; by default in three
- *     rounds over the list, each time the median of its rounds' times; with --rounds 1 in one;
+ *     rounds over the list, each time the median of its rounds' times; with --rounds 1 in one; the
+ *     board's power and capped share per round and each shape's SM clock, through NVML (where the
+ *     driver has it);
  *   - all four live providers (autotune, default, cublaslt, cublas), then a file provider: the
  *     results file just written, compared again with the live autotune;
  *   - --shapes (CSV) with a shape nobody tuned: the runtime's built-in config answers, exit 0;
@@ -15,6 +17,7 @@
  *   - the compare worker killed in the middle: exit 1, the parent names the shape and the provider,
  *     and the shapes after it are compared by a new worker; killed in the first of two rounds: the
  *     shape lost there has no time, though it passed in the second. */
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +110,66 @@ static int rounds_ok(const char *path, int rounds) {
   return bad ? -1 : checked;
 }
 
+/* A number member of obj, or dflt when absent or not a number (null). */
+static double num_of(const at_json *obj, const char *key, double dflt) {
+  const at_json *v = at_json_get(obj, key);
+  return v && v->kind == AT_J_NUMBER ? v->number : dflt;
+}
+
+/* The board in a compare results file (core/board.h): read through NVML wherever the driver's NVML
+ * library is (then per round its seconds, watts, capped share and SM clock in range, and each
+ * shape's SM clock per round), else "not read" with its reason and no clocks. Returns the number of
+ * shapes checked; -1 when something is wrong. */
+static int board_ok(const char *path, int rounds, int nvml) {
+  at_json *j = NULL;
+  if (at_json_load(path, &j) != AT_OK) return -1;
+  int bad = 0, checked = 0;
+  const at_json *b = at_json_get(j, "board"), *shapes = at_json_get(j, "shapes");
+  const char *source = b ? at_json_str(b, "source") : NULL;
+  if (!b || !shapes || (nvml && (!source || strcmp(source, "nvml") != 0))) bad++;
+  if (!bad && source) {
+    const at_json *r = at_json_get(b, "rounds");
+    bad += !(num_of(b, "limit_w", 0) > 0) || !r || (int)r->n != rounds;
+    for (size_t i = 0; !bad && i < r->n; i++) {
+      const at_json *x = r->items[i];
+      double w = num_of(x, "watts", 0), cap = num_of(x, "power_capped_pct", 0), mhz = num_of(x, "sm_mhz", 0);
+      bad += !(num_of(x, "seconds", 0) > 0) || !(w >= 0 && w < 5000) || !(cap >= 0 && cap <= 100);
+      bad += !(mhz >= 100 && mhz < 5000);
+    }
+  } else if (!bad) {
+    const char *note = at_json_str(b, "note");
+    bad += !note || !note[0];
+    fprintf(stderr, "compare: the board not read: %s\n", note ? note : "(no note)");
+  }
+  for (size_t i = 0; !bad && i < shapes->n; i++) {
+    const at_json *c = at_json_get(shapes->items[i], "sm_mhz");
+    const at_json *med = c ? at_json_get(c, "median") : NULL, *lo = c ? at_json_get(c, "min") : NULL;
+    const at_json *hi = c ? at_json_get(c, "max") : NULL;
+    if (!med || !lo || !hi || (int)med->n != rounds || (int)lo->n != rounds || (int)hi->n != rounds) {
+      bad++;
+      break;
+    }
+    for (int r = 0; r < rounds; r++) {
+      const at_json *m = med->items[r];
+      if (source)
+        bad += m->kind != AT_J_NUMBER || !(m->number >= 100 && m->number < 5000) ||
+               !(lo->items[r]->number <= m->number && m->number <= hi->items[r]->number);
+      else
+        bad += m->kind != AT_J_NULL;
+    }
+    checked++;
+  }
+  at_json_free(j);
+  return bad ? -1 : checked;
+}
+
+/* Whether this machine has the driver's NVML library (then compare must have read the board). */
+static int have_nvml(void) {
+  void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h) dlclose(h);
+  return h != NULL;
+}
+
 /* The pid of the live compare worker (its command line says "worker --gpu N --compare"), or 0. */
 static pid_t compare_worker(void) {
   static const char *const NEEDLES[] = {"autotune", "worker --gpu", "--compare", NULL};
@@ -166,6 +229,10 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(j, "\"rounds\": 3}");
   CHECK_CONTAINS(out, "3 rounds over the list");
   CHECK_EQ_INT(rounds_ok(json, 3), 6);
+  /* What the board did while they were timed, by round and by shape. */
+  CHECK_CONTAINS(out, have_nvml() ? "board (NVML, power limit " : "board: not read (");
+  CHECK_EQ_INT(board_ok(json, 3, have_nvml()), 3);
+  if (have_nvml()) CHECK_CONTAINS(out, "; round 3 ");
   free(out), free(j);
 
   /* Every live provider: the built-in config through the runtime, the FP32 reference unchecked. */
@@ -211,6 +278,7 @@ int main(int argc, char **argv) {
   CHECK_EQ_INT(count_of(j, "\"status\": \"ok\", \"time_us\": "), 3);
   CHECK_CONTAINS(j, "\"rounds\": 1}");
   CHECK_EQ_INT(rounds_ok(json, 1), 3); /* one round: no round times */
+  CHECK_EQ_INT(board_ok(json, 1, have_nvml()), 3);
   free(j);
   /* Two rounds: the median of two is their mean. */
   char *cmp3b[] = {"compare", space, "--providers", "cublaslt", "--db", db, "--json", json, "--rounds", "2", NULL};

@@ -3,14 +3,16 @@
  * or line and column (YAML); the CSV parser's accepted forms; providers from results files
  * (file:PATH, core/results.h): compared without a GPU, written back in the same schema and read
  * again, a file without a record for a shape refused naming both, a bad file naming the place; and
- * where there is no GPU, compare says plainly that it needs one and exits 1. The GPU half is
- * test/gpu/test_compare.c. */
+ * where there is no GPU, compare says plainly that it needs one and exits 1; the board's figures
+ * between two readings (core/board.h). The GPU half is test/gpu/test_compare.c. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "core/board.h"
 #include "core/shapefile.h"
 #include "core/util.h"
 #include "proc.h"
@@ -273,9 +275,38 @@ static void median(void) {
   CHECK(at_median(one, 0) == 0.0);
 }
 
+/* The board's figures between two readings (core/board.h); a board that is not there. */
+static void board_spans(void) {
+  at_board_reading a = {10.0, 1000.0, 5.0}, b = {12.0, 2200.0, 6.5}, none = {12.0, -1, -1};
+  at_board_span x;
+  at_board_span_of(&a, &b, &x);
+  CHECK(fabs(x.seconds - 2.0) < 1e-12);
+  CHECK(fabs(x.watts - 600.0) < 1e-9);     /* 1200 J over 2 s */
+  CHECK(fabs(x.capped_pct - 75.0) < 1e-9); /* 1.5 s of 2 */
+  b.capped_s = 8.0;                        /* 3 s capped in 2 s (read apart): held at 100% */
+  at_board_span_of(&a, &b, &x);
+  CHECK(x.capped_pct == 100.0);
+  at_board_span_of(&a, &none, &x); /* counters the board does not keep */
+  CHECK(x.watts == -1 && x.capped_pct == -1);
+  b.energy_j = 900.0; /* a counter that went back (driver reloaded): not a figure */
+  at_board_span_of(&a, &b, &x);
+  CHECK(x.watts == -1);
+  at_board_span_of(&b, &a, &x); /* no time between them */
+  CHECK(x.watts == -1 && x.capped_pct == -1);
+  char why[96] = "";
+  const at_board *bd = at_board_open("GPU-00000000-0000-0000-0000-000000000000", why, sizeof why);
+  CHECK(bd == NULL);
+  CHECK(why[0] != 0); /* NVML not found here, or it does not know that board */
+  at_board_reading r;
+  at_board_read(NULL, &r);
+  CHECK(r.energy_j == -1 && r.capped_s == -1 && r.t_s > 0);
+  CHECK_EQ_INT(at_board_sm_mhz(NULL), 0);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   median();
+  board_spans();
   EXE = argv[1];
   TMP = scratch_dir("compare");
   SPACE = at_path_join(getenv("AT_TEST_DATA"), "spaces/tiny.yaml");
