@@ -486,6 +486,23 @@ static long worst_shape(const run *R, size_t c, double *worst, int *above, int *
   return at;
 }
 
+/* The geometric mean over all shapes of the first provider's time over column c's in round r alone,
+ * over the shapes that have a ratio (the median's shapes); 0 unless both columns are live and there
+ * are rounds. How far these lie apart says how much the headline figure owes to one pass. */
+static double round_geomean(const run *R, size_t c, int r) {
+  const int a = R->cols[0].live, b = R->cols[c].live;
+  if (R->rounds < 2 || a < 0 || b < 0) return 0;
+  double sum = 0;
+  int n = 0;
+  for (size_t i = 0; i < R->space->nshapes; i++) {
+    const double ta = round_slot(R, i, a)[r], tb = round_slot(R, i, b)[r];
+    if (ratio_of(R, i, c) <= 0 || ta <= 0 || tb <= 0) continue;
+    sum += log(ta / tb);
+    n++;
+  }
+  return n ? exp(sum / n) : 0;
+}
+
 static void print_summary(const run *R) {
   for (size_t c = 1; c < R->ncols; c++) {
     printf("geomean time %s / %s:", R->cols[0].label, R->cols[c].label);
@@ -498,6 +515,11 @@ static void print_summary(const run *R) {
         printf("%s %s - (no shape)", g ? ";" : "", GROUPS[g].label);
     }
     printf("\n");
+    if (round_geomean(R, c, 0) > 0) {
+      printf("geomean time %s / %s by round, all shapes:", R->cols[0].label, R->cols[c].label);
+      for (int r = 0; r < R->rounds; r++) printf("%s %.3fx", r ? "," : "", round_geomean(R, c, r));
+      printf("\n");
+    }
     double worst;
     int above, n;
     long at = worst_shape(R, c, &worst, &above, &n);
@@ -696,7 +718,14 @@ static void json_geomean(at_buf *b, const run *R, size_t c) {
   } else {
     at_buf_puts(b, ", \"worst\": null");
   }
-  at_buf_printf(b, ", \"above_1_10\": %d}", above);
+  at_buf_printf(b, ", \"above_1_10\": %d, \"all_by_round\": ", above);
+  if (c < R->ncols && round_geomean(R, c, 0) > 0) {
+    at_buf_puts(b, "[");
+    for (int r = 0; r < R->rounds; r++) at_buf_printf(b, "%s%.6g", r ? ", " : "", round_geomean(R, c, r));
+    at_buf_puts(b, "]}");
+  } else {
+    at_buf_puts(b, "null}");
+  }
 }
 
 static void json_num_or_null(at_buf *b, double v, const char *fmt) {

@@ -18,6 +18,7 @@
  *     and the shapes after it are compared by a new worker; killed in the first of two rounds: the
  *     shape lost there has no time, though it passed in the second. */
 #include <dlfcn.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,31 @@ static int board_ok(const char *path, int rounds, int nvml) {
   return bad ? -1 : checked;
 }
 
+/* The geomean of the first provider's time over the second's in each round alone (geomean's
+ * all_by_round) against the shapes' round_times_us: `rounds` values, each the geomean of that round's
+ * ratios within 1e-4. Returns the number of rounds checked; -1 when one is wrong or missing. */
+static int by_round_ok(const char *path, int rounds) {
+  at_json *j = NULL;
+  if (at_json_load(path, &j) != AT_OK) return -1;
+  const at_json *g = at_json_get(j, "geomean"), *shapes = at_json_get(j, "shapes");
+  const at_json *br = g ? at_json_get(g, "all_by_round") : NULL;
+  int bad = !br || br->kind != AT_J_ARRAY || (int)br->n != rounds || !shapes;
+  for (int r = 0; !bad && r < rounds; r++) {
+    double sum = 0;
+    int n = 0;
+    for (size_t i = 0; i < shapes->n; i++) {
+      const at_json *a = at_json_get(at_json_get(shapes->items[i], "autotune"), "round_times_us");
+      const at_json *b = at_json_get(at_json_get(shapes->items[i], "cublaslt"), "round_times_us");
+      if (!a || !b || (int)a->n != rounds || (int)b->n != rounds) continue;
+      sum += log(a->items[r]->number / b->items[r]->number);
+      n++;
+    }
+    bad += !n || fabs(br->items[r]->number / exp(sum / n) - 1) > 1e-4;
+  }
+  at_json_free(j);
+  return bad ? -1 : rounds;
+}
+
 /* Whether this machine has the driver's NVML library (then compare must have read the board). */
 static int have_nvml(void) {
   void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -232,6 +258,9 @@ int main(int argc, char **argv) {
   /* What the board did while they were timed, by round and by shape. */
   CHECK_CONTAINS(out, have_nvml() ? "board (NVML, power limit " : "board: not read (");
   CHECK_EQ_INT(board_ok(json, 3, have_nvml()), 3);
+  /* The headline geomean's three passes, each alone. */
+  CHECK_CONTAINS(out, "geomean time autotune / cublaslt by round, all shapes:");
+  CHECK_EQ_INT(by_round_ok(json, 3), 3);
   if (have_nvml()) CHECK_CONTAINS(out, "; round 3 ");
   free(out), free(j);
 

@@ -179,7 +179,10 @@ static void file_providers(void) {
   CHECK_CONTAINS(j, "\"meta\": {\"num_warps\": 4}");
   CHECK_CONTAINS(j, "\"missing\": []");
   CHECK_CONTAINS(j, "\"worst\": {\"ratio\": 1.25");
-  CHECK_CONTAINS(j, "\"m\": 16, \"n\": 1024, \"k\": 512}, \"above_1_10\": 2}");
+  CHECK_CONTAINS(j, "\"m\": 16, \"n\": 1024, \"k\": 512}, \"above_1_10\": 2, \"all_by_round\": null}");
+  /* Nothing live: no board was read, no shape has a clock. */
+  CHECK_CONTAINS(j, "\"board\": {\"source\": null, \"note\": \"no live provider\"}");
+  CHECK(strstr(j, "sm_mhz") == NULL);
   free(j);
   /* --warmup and --samples replace the space's counts, and the file says which were used; a count out
    * of range is exit 2 naming the flag. */
@@ -196,6 +199,7 @@ static void file_providers(void) {
   o = output();
   CHECK_EQ_INT(count_of(o, "\n     16    1024     512"), 1); /* each row once */
   CHECK_EQ_INT(count_of(o, "round "), 0);
+  CHECK(strstr(o, "by round") == NULL && strstr(o, "board") == NULL);
   free(o);
   j = slurp(json);
   CHECK_CONTAINS(j, "\"rounds\": 1}");
