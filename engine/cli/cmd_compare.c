@@ -544,7 +544,7 @@ static int round_mhz(const run *R, int r) {
   return mhz;
 }
 
-/* The lowest and highest median clock of a shape over every round; the hosts's cost of a read. */
+/* The lowest and highest median clock of a shape over every round; the host's cost of a read. */
 static void clock_range(const run *R, int *lo, int *hi, double *read_us) {
   double sum = 0;
   int n = 0;
