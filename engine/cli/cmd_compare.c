@@ -63,8 +63,9 @@ static const char *USAGE =
     "                    pass can catch a state that slows a shape by up to 35% for that pass only\n"
     "                    (docs/perf.md, \"Weights nobody had measured, again\"); a shape's failure in any pass\n"
     "                    is its result. The rows come in the last pass\n\n"
-    "The last line says what the GPU board did (NVML, where the driver has it): each round's power and\n"
-    "the share of it the power limit held the clocks down, and the SM clock the shapes were timed at.\n";
+    "With a live provider, the last line says what the GPU board did (NVML, where the driver has it):\n"
+    "each round's power and the share of it the power limit held the clocks down, and the SM clock the\n"
+    "shapes were timed at.\n";
 
 enum { MAX_COLUMNS = 32, DEFAULT_ROUNDS = 3, MAX_ROUNDS = 100 };
 
@@ -97,7 +98,7 @@ typedef struct run {
   int rounds;             /* passes over the list: --rounds with a live provider, else 1 */
   at_compare_reply *reps; /* one per shape: with several rounds, the rounds merged (merge_round) */
   double *round_us;       /* [shape][live provider][round]: each round's time (0: not ok), for the JSON */
-  at_board_clock *clock;  /* [shape][round]: the SM clock while the shape was timed */
+  at_compare_clock *clock;  /* [shape][round]: the SM clock while the shape was timed */
   const at_board *board;  /* the GPU's board (NVML), NULL when not there: board_note says why */
   char board_note[96];
   at_board_span *round_board; /* [round]: the board over each whole round */
@@ -536,7 +537,7 @@ static int round_mhz(const run *R, int r) {
   size_t n = 0;
   double *v = at_xcalloc(R->space->nshapes + 1, sizeof *v);
   for (size_t i = 0; i < R->space->nshapes; i++) {
-    const at_board_clock *c = &R->clock[i * (size_t)R->rounds + (size_t)r];
+    const at_compare_clock *c = &R->clock[i * (size_t)R->rounds + (size_t)r];
     if (c->reads) v[n++] = c->median_mhz;
   }
   int mhz = n ? (int)(at_median(v, n) + 0.5) : 0;
@@ -550,13 +551,20 @@ static void clock_range(const run *R, int *lo, int *hi, double *read_us) {
   int n = 0;
   *lo = *hi = 0;
   for (size_t i = 0; i < R->space->nshapes * (size_t)R->rounds; i++) {
-    const at_board_clock *c = &R->clock[i];
+    const at_compare_clock *c = &R->clock[i];
     if (!c->reads) continue;
     if (!*lo || c->median_mhz < *lo) *lo = c->median_mhz;
     if (c->median_mhz > *hi) *hi = c->median_mhz;
     sum += c->read_us, n++;
   }
   *read_us = n ? sum / n : 0;
+}
+
+/* Why the worker read no clock: its first note ("" when it did not try: nothing was timed). */
+static const char *clock_note(const run *R) {
+  for (size_t i = 0; i < R->space->nshapes * (size_t)R->rounds; i++)
+    if (R->clock[i].note[0]) return R->clock[i].note;
+  return "nothing was timed";
 }
 
 /* The board while the rounds ran (core/board.h): its power and capped share over each round, the
@@ -570,15 +578,23 @@ static void print_board(const run *R) {
   int lo, hi;
   double read_us;
   clock_range(R, &lo, &hi, &read_us);
-  printf("board (NVML, power limit %d W):", at_board_limit_w(R->board));
+  const int limit = at_board_limit_w(R->board);
+  if (limit)
+    printf("board (NVML, power limit %d W):", limit);
+  else
+    printf("board (NVML, power limit not read):");
   for (int r = 0; r < R->rounds; r++) {
     const at_board_span *b = &R->round_board[r];
+    const int mhz = round_mhz(R, r);
     printf("%s round %d %.1f s", r ? ";" : "", r + 1, b->seconds);
     if (b->watts >= 0) printf(", %.0f W", b->watts);
     if (b->capped_pct >= 0) printf(", power-capped %.0f%%", b->capped_pct);
-    if (round_mhz(R, r)) printf(", SM %d MHz", round_mhz(R, r));
+    if (mhz) printf(", SM %d MHz", mhz);
   }
-  if (hi) printf("; a shape's SM clock %d-%d MHz (median of a read per turn, %.0f us a read)", lo, hi, read_us);
+  if (hi)
+    printf("; a shape's SM clock %d-%d MHz (median of a read per turn, %.0f us a read)", lo, hi, read_us);
+  else
+    printf("; the SM clock not read (%s)", clock_note(R));
   printf("\n");
 }
 
@@ -746,16 +762,24 @@ static void json_board(at_buf *b, const run *R) {
   int lo, hi;
   double read_us;
   clock_range(R, &lo, &hi, &read_us);
-  at_buf_printf(b, "{\"source\": \"nvml\", \"limit_w\": %d, \"clock_read_us\": %.1f, \"rounds\": [",
-                at_board_limit_w(R->board), read_us);
+  at_buf_puts(b, "{\"source\": \"nvml\", \"limit_w\": ");
+  json_num_or_null(b, at_board_limit_w(R->board) ? at_board_limit_w(R->board) : -1, "%.0f");
+  at_buf_puts(b, ", \"clock_read_us\": ");
+  json_num_or_null(b, hi ? read_us : -1, "%.1f");
+  if (!hi) {
+    at_buf_puts(b, ", \"clock_note\": ");
+    at_buf_json_string(b, clock_note(R));
+  }
+  at_buf_puts(b, ", \"rounds\": [");
   for (int r = 0; r < R->rounds; r++) {
     const at_board_span *s = &R->round_board[r];
+    const int mhz = round_mhz(R, r);
     at_buf_printf(b, "%s{\"seconds\": %.3f, \"watts\": ", r ? ", " : "", s->seconds);
     json_num_or_null(b, s->watts, "%.1f");
     at_buf_puts(b, ", \"power_capped_pct\": ");
     json_num_or_null(b, s->capped_pct, "%.1f");
     at_buf_puts(b, ", \"sm_mhz\": ");
-    json_num_or_null(b, round_mhz(R, r) ? round_mhz(R, r) : -1, "%.0f");
+    json_num_or_null(b, mhz ? mhz : -1, "%.0f");
     at_buf_puts(b, "}");
   }
   at_buf_puts(b, "]}");
@@ -763,7 +787,7 @@ static void json_board(at_buf *b, const run *R) {
 
 /* A shape's SM clock while timed, per round: median, lowest, highest read (null where not read). */
 static void json_shape_clock(at_buf *b, const run *R, size_t i) {
-  const at_board_clock *c = R->clock + i * (size_t)R->rounds;
+  const at_compare_clock *c = R->clock + i * (size_t)R->rounds;
   static const char *KEYS[] = {"median", "min", "max"};
   at_buf_puts(b, ",\n     \"sm_mhz\": {");
   for (size_t k = 0; k < AT_ARRAY_LEN(KEYS); k++) {

@@ -16,7 +16,8 @@ typedef struct nvml_violation {
   unsigned long long violation_ns; /* time below the set clocks since the driver loaded */
 } nvml_violation;
 
-enum { NVML_CLOCK_SM = 1, NVML_PERF_POLICY_POWER = 0, MAX_BOARDS = 16 };
+enum { NVML_CLOCK_SM = 1, NVML_PERF_POLICY_POWER = 0 }; /* nvml.h's values */
+enum { MAX_BOARDS = 16 };
 
 static struct {
   int (*init)(void);
@@ -108,7 +109,8 @@ void at_board_span_of(const at_board_reading *from, const at_board_reading *to, 
   out->seconds = to->t_s - from->t_s;
   out->watts = out->capped_pct = -1;
   if (out->seconds <= 0) return;
-  if (from->energy_j >= 0 && to->energy_j >= from->energy_j) out->watts = (to->energy_j - from->energy_j) / out->seconds;
+  if (from->energy_j >= 0 && to->energy_j >= from->energy_j)
+    out->watts = (to->energy_j - from->energy_j) / out->seconds;
   if (from->capped_s >= 0 && to->capped_s >= from->capped_s) {
     double c = to->capped_s - from->capped_s;
     out->capped_pct = c >= out->seconds ? 100 : 100 * c / out->seconds;

@@ -163,19 +163,19 @@ typedef struct at_compare_result {
 } at_compare_result;
 
 /* The SM clock while a shape's providers were timed in turn (core/board.h): read once per turn. */
-typedef struct at_board_clock {
+typedef struct at_compare_clock {
   int reads;                        /* 0: not read (note says why, when it was tried) */
   int median_mhz, min_mhz, max_mhz;
   double read_us;                   /* what a read cost the host, on average */
   char note[96];
-} at_board_clock;
+} at_compare_clock;
 
 typedef struct at_compare_reply {
   int ok;       /* the inputs and reference were made; else message says why */
   int sticky;   /* the GPU context died: the worker exits after this reply */
   int sets;     /* input sets rotated through */
   char message[512];
-  at_board_clock clock;   /* the SM clock over the timing of the providers in turn */
+  at_compare_clock clock;   /* the SM clock over the timing of the providers in turn */
   at_compare_result r[AT_CMP_NPROVIDERS];
   at_compare_result judged[AT_CMP_MAX_JUDGED]; /* the request's judged configs, in its order */
 } at_compare_reply;

@@ -10,7 +10,7 @@
 #include "json.h"
 #include "util.h"
 
-static const char *const SHAPE_KEYS[] = {"m", "n", "k", "name", "sets", "flops", "min_bytes", "ratio", "ratios", NULL};
+static const char *const SHAPE_KEYS[] = {"m", "n", "k", "name", "sets", "flops", "min_bytes", "ratio", "ratios", "sm_mhz", NULL};
 
 int at_results_provider_name_ok(const char *name) {
   size_t n = strlen(name);
@@ -90,7 +90,7 @@ static int read_providers(ctx *c, const at_json *root, at_results_file *f) {
     const at_json *v = p->items[i];
     if (v->kind != AT_J_STRING || !at_results_provider_name_ok(v->string))
       return bad(c, "a provider is named by 1 to 63 letters, digits and _ - . + (and not m, n, k, name, sets, flops,"
-                    " min_bytes, ratio or ratios)");
+                    " min_bytes, ratio, ratios or sm_mhz)");
     for (size_t j = 0; j < f->nproviders; j++)
       if (strcmp(f->providers[j], v->string) == 0) return bad(c, "a provider is listed twice");
     f->providers[f->nproviders++] = at_xstrdup(v->string);

@@ -286,7 +286,7 @@ static int cmp_int(const void *a, const void *b) {
 }
 
 /* A shape's SM clock from its reads (sorted here). */
-static void clock_summary(at_board_clock *c, int *mhz, int n, double read_s) {
+static void clock_summary(at_compare_clock *c, int *mhz, int n, double read_s) {
   c->reads = n;
   if (!n) return;
   qsort(mhz, (size_t)n, sizeof *mhz, cmp_int);
@@ -317,9 +317,10 @@ static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_re
     active[na++] = p;
   }
   const at_board *board = na ? at_board_open(w->g.info.uuid, rep->clock.note, sizeof rep->clock.note) : NULL;
-  int *mhz = board ? at_xcalloc((size_t)(samples + warmup), sizeof *mhz) : NULL, nmhz = 0;
+  int *mhz = board ? at_xcalloc((size_t)samples, sizeof *mhz) : NULL;
+  int nmhz = 0;
   double read_s = 0;
-  for (int s = -warmup; s < samples && !w->dead; s++)
+  for (int s = -warmup; s < samples && !w->dead; s++) {
     for (int i = 0; i < na && !w->dead; i++) {
       int p = active[(s & 1) ? na - 1 - i : i];
       if (!t[p]) continue;
@@ -332,15 +333,16 @@ static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_re
         continue;
       }
       if (s >= 0) v[p][s] = us;
-      /* The clock after each turn (every provider sampled once): a read costs the host some
-       * microseconds while the GPU waits for the next launch (reported: read_us). */
-      if (board && i == na - 1 && s >= 0) {
-        double t0 = at_now_s();
-        int f = at_board_sm_mhz(board);
-        read_s += at_now_s() - t0;
-        if (f > 0) mhz[nmhz++] = f;
-      }
     }
+    /* The clock after each turn (every provider sampled once): a read costs the host a microsecond
+     * or two while the GPU waits for the next launch (reported: read_us). */
+    if (board && s >= 0 && !w->dead) {
+      double t0 = at_now_s();
+      int f = at_board_sm_mhz(board);
+      read_s += at_now_s() - t0;
+      if (f > 0) mhz[nmhz++] = f;
+    }
+  }
   clock_summary(&rep->clock, mhz, nmhz, read_s);
   free(mhz);
   for (int i = 0; i < na; i++) {

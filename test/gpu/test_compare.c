@@ -133,7 +133,8 @@ static int board_ok(const char *path, int rounds, int nvml) {
     bad += !(num_of(b, "limit_w", 0) > 0) || !r || (int)r->n != rounds;
     for (size_t i = 0; !bad && i < r->n; i++) {
       const at_json *x = r->items[i];
-      double w = num_of(x, "watts", 0), cap = num_of(x, "power_capped_pct", 0), mhz = num_of(x, "sm_mhz", 0);
+      /* Hopper boards keep both counters: null (-1 here) is wrong, as is a share past 100. */
+      double w = num_of(x, "watts", -1), cap = num_of(x, "power_capped_pct", -1), mhz = num_of(x, "sm_mhz", 0);
       bad += !(num_of(x, "seconds", 0) > 0) || !(w >= 0 && w < 5000) || !(cap >= 0 && cap <= 100);
       bad += !(mhz >= 100 && mhz < 5000);
     }
@@ -189,11 +190,13 @@ static int by_round_ok(const char *path, int rounds) {
   return bad ? -1 : rounds;
 }
 
-/* Whether this machine has the driver's NVML library (then compare must have read the board). */
+/* Whether this machine has a working NVML (the driver's library, and its init succeeds): then
+ * compare must have read the board. */
 static int have_nvml(void) {
   void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (h) dlclose(h);
-  return h != NULL;
+  if (!h) return 0;
+  int (*init)(void) = (int (*)(void))dlsym(h, "nvmlInit_v2");
+  return init && init() == 0; /* left loaded and initialised: the process ends soon after */
 }
 
 /* The pid of the live compare worker (its command line says "worker --gpu N --compare"), or 0. */
