@@ -11,8 +11,9 @@
  *
  * Granularity (measured there): the energy and violation counters move in steps of about 100 ms,
  * so over a few milliseconds they read 0 W or several times the limit, and 0% or 100% capped: read
- * them over seconds (a compare round), never over one shape. The SM clock is an instant reading;
- * a shape's clock is the median of many.
+ * them over seconds (a compare round), never over one shape. The SM clock is an instant reading,
+ * though the value NVML reports changes only every few tens of milliseconds; a shape's clock is the
+ * median of many reads.
  *
  * Nothing here fails a measurement: without NVML every reading says not known, and why. */
 #ifndef AT_CORE_BOARD_H

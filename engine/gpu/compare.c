@@ -280,18 +280,12 @@ static void check_provider(cmp_worker *w, int p, const at_check_bound *bound, at
   set_result(r, "ok", "%s", "");
 }
 
-static int cmp_int(const void *a, const void *b) {
-  int x = *(const int *)a, y = *(const int *)b;
-  return (x > y) - (x < y);
-}
-
-/* A shape's SM clock from its reads (sorted here). */
-static void clock_summary(at_compare_clock *c, int *mhz, int n, double read_s) {
+/* A shape's SM clock from its reads. */
+static void clock_summary(at_compare_clock *c, double *mhz, int n, double read_s) {
   c->reads = n;
   if (!n) return;
-  qsort(mhz, (size_t)n, sizeof *mhz, cmp_int);
-  c->min_mhz = mhz[0], c->max_mhz = mhz[n - 1];
-  c->median_mhz = n % 2 ? mhz[n / 2] : (mhz[n / 2 - 1] + mhz[n / 2]) / 2;
+  c->median_mhz = (int)at_median(mhz, n); /* sorts mhz */
+  c->min_mhz = (int)mhz[0], c->max_mhz = (int)mhz[n - 1];
   c->read_us = 1e6 * read_s / n;
 }
 
@@ -317,7 +311,7 @@ static void time_providers(cmp_worker *w, const at_compare_req *q, at_compare_re
     active[na++] = p;
   }
   const at_board *board = na ? at_board_open(w->g.info.uuid, rep->clock.note, sizeof rep->clock.note) : NULL;
-  int *mhz = board ? at_xcalloc((size_t)samples, sizeof *mhz) : NULL;
+  double *mhz = board ? at_xcalloc((size_t)samples, sizeof *mhz) : NULL;
   int nmhz = 0;
   double read_s = 0;
   for (int s = -warmup; s < samples && !w->dead; s++) {
