@@ -101,6 +101,7 @@ typedef struct run {
   at_compare_clock *clock;  /* [shape][round]: the SM clock while the shape was timed */
   const at_board *board;  /* the GPU's board (NVML), NULL when not there: board_note says why */
   char board_note[96];
+  int limit_w;            /* the board's power limit, read once; 0: not read */
   at_board_span *round_board; /* [round]: the board over each whole round */
 } run;
 
@@ -449,14 +450,16 @@ static void print_row(const run *R, size_t i) {
 }
 
 /* Geometric mean of the first provider's time over column c's, over the shapes whose M is in
- * [lo, hi] and where both answered. */
-static double geomean(const run *R, size_t c, int64_t lo, int64_t hi, int *count) {
+ * [lo, hi] and where both answered: of their times (round < 0), or of round `round`'s alone (both
+ * columns live; a shape with a ratio was ok in every round). */
+static double geomean(const run *R, size_t c, int64_t lo, int64_t hi, int round, int *count) {
   double sum = 0;
   *count = 0;
   for (size_t i = 0; i < R->space->nshapes; i++) {
     if (R->space->shapes[i].m < lo || R->space->shapes[i].m > hi) continue;
     double r = ratio_of(R, i, c);
     if (r <= 0) continue;
+    if (round >= 0) r = round_slot(R, i, R->cols[0].live)[round] / round_slot(R, i, R->cols[c].live)[round];
     sum += log(r);
     (*count)++;
   }
@@ -491,17 +494,9 @@ static long worst_shape(const run *R, size_t c, double *worst, int *above, int *
  * over the shapes that have a ratio (the median's shapes); 0 unless both columns are live and there
  * are rounds. How far these lie apart says how much the headline figure owes to one pass. */
 static double round_geomean(const run *R, size_t c, int r) {
-  const int a = R->cols[0].live, b = R->cols[c].live;
-  if (R->rounds < 2 || a < 0 || b < 0) return 0;
-  double sum = 0;
-  int n = 0;
-  for (size_t i = 0; i < R->space->nshapes; i++) {
-    const double ta = round_slot(R, i, a)[r], tb = round_slot(R, i, b)[r];
-    if (ratio_of(R, i, c) <= 0 || ta <= 0 || tb <= 0) continue;
-    sum += log(ta / tb);
-    n++;
-  }
-  return n ? exp(sum / n) : 0;
+  int n;
+  if (R->rounds < 2 || R->cols[0].live < 0 || R->cols[c].live < 0) return 0;
+  return geomean(R, c, 1, INT64_MAX, r, &n);
 }
 
 static void print_summary(const run *R) {
@@ -509,7 +504,7 @@ static void print_summary(const run *R) {
     printf("geomean time %s / %s:", R->cols[0].label, R->cols[c].label);
     for (size_t g = 0; g < AT_ARRAY_LEN(GROUPS); g++) {
       int n;
-      double v = geomean(R, c, GROUPS[g].lo, GROUPS[g].hi, &n);
+      double v = geomean(R, c, GROUPS[g].lo, GROUPS[g].hi, -1, &n);
       if (n)
         printf("%s %s %.3fx (%d shape%s)", g ? ";" : "", GROUPS[g].label, v, n, n == 1 ? "" : "s");
       else
@@ -578,9 +573,8 @@ static void print_board(const run *R) {
   int lo, hi;
   double read_us;
   clock_range(R, &lo, &hi, &read_us);
-  const int limit = at_board_limit_w(R->board);
-  if (limit)
-    printf("board (NVML, power limit %d W):", limit);
+  if (R->limit_w)
+    printf("board (NVML, power limit %d W):", R->limit_w);
   else
     printf("board (NVML, power limit not read):");
   for (int r = 0; r < R->rounds; r++) {
@@ -718,7 +712,7 @@ static void json_geomean(at_buf *b, const run *R, size_t c) {
   at_buf_puts(b, "{");
   for (size_t g = 0; g < AT_ARRAY_LEN(GROUPS); g++) {
     int n = 0;
-    double v = c < R->ncols ? geomean(R, c, GROUPS[g].lo, GROUPS[g].hi, &n) : 0;
+    double v = c < R->ncols ? geomean(R, c, GROUPS[g].lo, GROUPS[g].hi, -1, &n) : 0;
     at_buf_printf(b, "%s\"%s\": {", g ? ", " : "", GROUPS[g].key);
     json_ratio(b, "ratio", n ? v : -1);
     at_buf_printf(b, ", \"shapes\": %d}", n);
@@ -763,7 +757,7 @@ static void json_board(at_buf *b, const run *R) {
   double read_us;
   clock_range(R, &lo, &hi, &read_us);
   at_buf_puts(b, "{\"source\": \"nvml\", \"limit_w\": ");
-  json_num_or_null(b, at_board_limit_w(R->board) ? at_board_limit_w(R->board) : -1, "%.0f");
+  json_num_or_null(b, R->limit_w ? R->limit_w : -1, "%.0f");
   at_buf_puts(b, ", \"clock_read_us\": ");
   json_num_or_null(b, hi ? read_us : -1, "%.1f");
   if (!hi) {
@@ -982,6 +976,7 @@ int cmd_compare(int argc, char **argv) {
     if ((rc = cmp_session_start(&R.S, o.gpu))) goto out;
     if (R.S.peak.note[0]) fprintf(stderr, "autotune: %s\n", R.S.peak.note);
     R.board = at_board_open(R.S.dev.uuid, R.board_note, sizeof R.board_note);
+    R.limit_w = at_board_limit_w(R.board);
   }
   print_header(&R);
   /* Round after round over the whole list (not a shape's rounds back to back: a state that lasts a

@@ -10,7 +10,8 @@
 #include "json.h"
 #include "util.h"
 
-static const char *const SHAPE_KEYS[] = {"m", "n", "k", "name", "sets", "flops", "min_bytes", "ratio", "ratios", "sm_mhz", NULL};
+static const char *const SHAPE_KEYS[] = {"m", "n", "k", "name", "sets", "flops",
+                                         "min_bytes", "ratio", "ratios", "sm_mhz", NULL};
 
 int at_results_provider_name_ok(const char *name) {
   size_t n = strlen(name);
