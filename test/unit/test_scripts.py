@@ -34,7 +34,11 @@
   in shared memory (SCALE_KB) in variants of their own whose SCALE_KB follows K, the others without
   it; a parameter a file leaves out takes the op's value for it.
 - scripts/slurm/merge_export.sbatch with a stand-in `autotune`: merge then export; with
-  AUTOTUNE_JUDGE=1 the merged DB is judged between them, and a judge that fails stops the export."""
+  AUTOTUNE_JUDGE=1 the merged DB is judged between them, and a judge that fails stops the export.
+- scripts/goal_check.py on compare files made by the test: the goal met on an H100 (exit 0), the same
+  figures on an H200 not the goal's (1), a shape above 1.10x, a geomean above 0.80x, 1,299 TFLOP/s at
+  M = 4096 and a shape without an answer each failing it (1); a run with a DB, files in the wrong
+  slots, one file, a set with shapes left out refused (2)."""
 import glob
 import json
 import os
@@ -457,6 +461,66 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0 and cmds == ["merge", "judge", "export"], f"AUTOTUNE_JUDGE=1: merge, judge, export ({rc}, {cmds})")
     rc, cmds = merge_job(AUTOTUNE_JUDGE="1", FAKE_JUDGE_RC="1")
     check(rc == 1 and cmds == ["merge", "judge"], f"a judge that fails stops the export ({rc}, {cmds})")
+
+# scripts/goal_check.py: issue 8's goal from two compare files, made here: met on an H100 (exit 0),
+# the same figures on another GPU (exit 1, said), each criterion failing on its own, bad input (2).
+with tempfile.TemporaryDirectory() as tmp:
+    gc = os.path.join(ROOT, "scripts", "goal_check.py")
+
+    def compare_file(name, space, shapes, device="NVIDIA H100 80GB HBM3", db=None, missing=None):
+        recs = []
+        for (m, n, k, ratio, tflops) in shapes:
+            recs.append({"m": m, "n": n, "k": k, "ratio": ratio,
+                         "autotune": {"status": "ok", "tflops": tflops, "kernel": "gemm_a8w8_blockscale_sm90<128>"},
+                         "cublaslt": {"status": "ok", "tflops": tflops * ratio, "kernel": "cublaslt_blockscale_fp8"}})
+        d = {"format": "autotune-results/1", "tool": "autotune compare", "space": space, "shapes_file": None,
+             "device": device, "providers": ["autotune", "cublaslt"], "runtime": {"db": db, "configs": "configs"},
+             "shapes": recs, "missing": missing or []}
+        path = os.path.join(tmp, name)
+        with open(path, "w") as fh:
+            json.dump(d, fh)
+        return path
+
+    shipped_shapes = [(16 * (i + 1), 1024, 1024, 0.6, 500.0) for i in range(40)]
+    llama_shapes = [(m, n, k, 0.75, 1400.0) for (n, k) in ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
+                    for m in (16, 64, 128, 512, 2048, 4096)]
+
+    def goal(shipped=None, llama=None, **kw):
+        sp = compare_file("s.json", "search_spaces/a8w8_blockscale.yaml", shipped or shipped_shapes, **kw)
+        lp = compare_file("l.json", "search_spaces/llama3_8b.yaml", llama or llama_shapes, **kw)
+        r = run(gc, sp, lp)
+        return r.returncode, r.stdout + r.stderr
+
+    rc, out = goal()
+    check(rc == 0 and "goal met on NVIDIA H100" in out and "NOT" not in out, f"goal_check: met on an H100 ({rc}: {out})")
+    rc, out = goal(device="NVIDIA H200")
+    check(rc == 1 and "goal met on NVIDIA H200" in out and "not its figure" in out,
+          f"goal_check: the same figures on an H200 are not the goal's ({rc}: {out})")
+    slow = list(llama_shapes)
+    slow[3] = (512, 6144, 4096, 1.11, 1400.0)
+    rc, out = goal(llama=slow)
+    check(rc == 1 and "NOT  Llama-3-8B: slowest shape 1.110x at 512 x 6144 x 4096" in out,
+          f"goal_check: a shape above 1.10x fails it ({rc}: {out})")
+    rc, out = goal(shipped=[(m, n, k, 0.81, t) for (m, n, k, r, t) in shipped_shapes])
+    check(rc == 1 and "NOT  shipped: geomean time autotune / cublaslt 0.810x" in out,
+          f"goal_check: a geomean above 0.80x fails it ({rc}: {out})")
+    low = [(m, n, k, r, 1299.0 if (m, n, k) == (4096, 4096, 14336) else t) for (m, n, k, r, t) in llama_shapes]
+    rc, out = goal(llama=low)
+    check(rc == 1 and "NOT  Llama-3-8B 4096 x 4096 x 14336: 1299 TFLOP/s" in out,
+          f"goal_check: below 1,300 TFLOP/s at M = 4096 fails it ({rc}: {out})")
+    rc, out = goal(missing=[{"m": 1, "n": 1024, "k": 1024}])
+    check(rc == 1 and "a shape without an answer" in out, f"goal_check: a missing answer fails it ({rc}: {out})")
+    rc, out = goal(db="tuned/autotune.db")
+    check(rc == 2 and "the committed files alone" in out, f"goal_check: a run with a DB is refused ({rc}: {out})")
+    sp = compare_file("s.json", "search_spaces/a8w8_blockscale.yaml", shipped_shapes)
+    lp = compare_file("l.json", "search_spaces/llama3_8b.yaml", llama_shapes)
+    r = run(gc, lp, sp)
+    check(r.returncode == 2 and "shipped slot" in r.stderr, f"goal_check: files in the wrong slots refused ({r.returncode}: {r.stderr})")
+    r = run(gc, sp)
+    check(r.returncode == 2 and "usage" in r.stderr, f"goal_check: one file is a usage error ({r.returncode})")
+    lp = compare_file("l.json", "search_spaces/llama3_8b.yaml", llama_shapes[:20])
+    r = run(gc, sp, lp)
+    check(r.returncode == 2 and "24" in r.stderr, f"goal_check: a set with shapes left out refused ({r.returncode}: {r.stderr})")
 
 print(f"{checks} checks, {failed} failed")
 sys.exit(1 if failed else 0)
