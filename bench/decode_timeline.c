@@ -8,6 +8,10 @@
  *
  *   python3 scripts/timeline_template.py templates /tmp/tpl_tl
  *   AUTOTUNE_TEMPLATES=/tmp/tpl_tl build/bench/decode_timeline 16 4096 4096 configs
+ * DECODE_TIMELINE_RANDOM=1 fills the inputs with random values instead of constants.
+ * DECODE_TIMELINE_TILES=1 also prints every tile's stamps of the first call shown ("tile block B sm S
+ * entry E" then the deltas after entry, us, -1 for none): with persistent CTAs that take several
+ * units, each unit's end of loop and of stores.
  * (built by meson where the CUDA runtime is found; docs/perf.md, "Where a decode call's time goes").
  *
  * Each CTA stamps every unit it takes (the last one's stamps stay: "CTAs" counts the tiles whose
@@ -54,7 +58,7 @@ typedef struct {
 typedef struct {
   unsigned long long entry; /* %globaltimer ns (since the epoch: too large for a double's 1 ns) */
   long long d[EVENTS];      /* ns after entry; < 0 when not stamped */
-  unsigned sm;
+  unsigned sm, block;
 } cta;
 
 static int cmp_double(const void *x, const void *y) {
@@ -81,6 +85,19 @@ int main(int argc, char **argv) {
 
   float *ones = malloc(sizeof(float) * (size_t)(m > nb ? m : nb) * kb);
   for (long i = 0; i < (m > nb ? m : nb) * kb; i++) ones[i] = 1.0f / 64;
+  /* DECODE_TIMELINE_RANDOM=1: random e4m3 values of magnitude 0.5 to 1.875 (random sign, exponent and
+   * mantissa bits) instead of constants: the tensor cores draw more power on random bits, and the
+   * board's clock follows (docs/perf.md, "Where a tile's time goes"). */
+  unsigned char *rnd = NULL;
+  if (getenv("DECODE_TIMELINE_RANDOM")) {
+    const size_t big = (size_t)(m > n ? m : n) * (size_t)k;
+    rnd = malloc(big);
+    unsigned long long x = 88172645463325252ull;
+    for (size_t i = 0; i < big; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      rnd[i] = (unsigned char)((x >> 8 & 0x80) | ((6 + (x >> 16) % 2) << 3) | (x >> 24 & 7));
+    }
+  }
   set *S = calloc((size_t)sets, sizeof(set));
   for (long i = 0; i < sets; i++) {
     CK(cudaMalloc(&S[i].a, (size_t)(m * k)));
@@ -88,8 +105,13 @@ int main(int argc, char **argv) {
     CK(cudaMalloc(&S[i].c, (size_t)(m * n * 2)));
     CK(cudaMalloc((void **)&S[i].as, sizeof(float) * (size_t)(m * kb)));
     CK(cudaMalloc((void **)&S[i].bs, sizeof(float) * (size_t)(nb * kb)));
-    CK(cudaMemset(S[i].a, 0x38, (size_t)(m * k))); /* e4m3 1.0 */
-    CK(cudaMemset(S[i].b, 0x30, (size_t)(n * k))); /* e4m3 0.5 */
+    if (rnd) {
+      CK(cudaMemcpy(S[i].a, rnd, (size_t)(m * k), cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(S[i].b, rnd, (size_t)(n * k), cudaMemcpyHostToDevice));
+    } else {
+      CK(cudaMemset(S[i].a, 0x38, (size_t)(m * k))); /* e4m3 1.0 */
+      CK(cudaMemset(S[i].b, 0x30, (size_t)(n * k))); /* e4m3 0.5 */
+    }
     CK(cudaMemcpy(S[i].as, ones, sizeof(float) * (size_t)(m * kb), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(S[i].bs, ones, sizeof(float) * (size_t)(nb * kb), cudaMemcpyHostToDevice));
   }
@@ -150,6 +172,7 @@ int main(int argc, char **argv) {
         x->d[0] = 0;
         for (int e = 1; e < EVENTS; e++) x->d[e] = u[1 + e] == 0xFFFFFFFFu ? -1 : (long long)u[1 + e];
         x->sm = u[9];
+        x->block = u[10];
         c0 += 24; /* past this stamp */
       }
     }
@@ -176,6 +199,16 @@ int main(int argc, char **argv) {
       char buf[32];
       snprintf(buf, sizeof buf, "%.2f..%.2f", v[0], v[nv - 1]);
       printf(" | %-15s", buf);
+    }
+    if (i == first && getenv("DECODE_TIMELINE_TILES")) {
+      /* Every tile's stamps of this call (a CTA that takes several units stamps each in its own first
+       * row: its loop and stored times are that unit's), for per-unit analysis elsewhere. */
+      for (int j = 0; j < nc; j++) {
+        printf("tile block %u sm %u entry %.3f", ctas[j].block, ctas[j].sm,
+               (double)(long long)(ctas[j].entry - base) / 1000.0);
+        for (int e = 1; e < EVENTS; e++) printf(" %.3f", ctas[j].d[e] < 0 ? -1.0 : (double)ctas[j].d[e] / 1000.0);
+        printf("\n");
+      }
     }
     int sms = 0;
     unsigned char seen[1024] = {0};
