@@ -115,6 +115,7 @@ int main(int argc, char **argv) {
     CK(cudaMemcpy(S[i].as, ones, sizeof(float) * (size_t)(m * kb), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(S[i].bs, ones, sizeof(float) * (size_t)(nb * kb), cudaMemcpyHostToDevice));
   }
+  free(rnd);
 
   at_runtime_options o;
   memset(&o, 0, sizeof o);
