@@ -1,44 +1,37 @@
-/* ahead.c: see ahead.h. */
+/* ahead.c: see ahead.h. The threads are the compile phase's pool (core/pool.h): the kernels are its
+ * jobs, and the caller, waiting on it, stops it at the first cubin the cache could not store. */
 #include "ahead.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/jit.h"
+#include "../core/pool.h"
 #include "../core/util.h"
 
 typedef struct work {
   const at_ahead_kernel *kernels;
   at_jit_source **sources; /* per kernel: its template, loaded once (NULL: unreadable, or the kernel
                               repeats an earlier one) */
-  size_t n;
   at_jit_options opts;
   const char *cache_dir;
-  _Atomic size_t next;
-  _Atomic int compiled;
+  unsigned char *outcome; /* per kernel: 1 compiled and stored, 2 compiled but not stored */
 } work;
 
-static void *compile_some(void *p) {
-  work *w = p;
-  for (size_t i; (i = atomic_fetch_add(&w->next, 1)) < w->n;) {
-    if (!w->sources[i]) continue;
-    at_jit_result r;
-    if (at_jit_compile(w->sources[i], w->kernels[i].name_expr, &w->opts, w->cache_dir, &r) == AT_OK && r.ok &&
-        !r.cache_hit) {
-      if (r.cache_unwritable) atomic_store(&w->next, w->n); /* nothing kept: the loads compile anyway */
-      else atomic_fetch_add(&w->compiled, 1);
-    }
-    at_jit_result_free(&r); /* (a failed call may have left a log) */
-  }
-  return NULL;
+static void compile_one(void *ctx, size_t i) {
+  work *w = ctx;
+  if (!w->sources[i]) return;
+  at_jit_result r;
+  if (at_jit_compile(w->sources[i], w->kernels[i].name_expr, &w->opts, w->cache_dir, &r) == AT_OK && r.ok &&
+      !r.cache_hit)
+    w->outcome[i] = r.cache_unwritable ? 2 : 1;
+  at_jit_result_free(&r); /* (a failed call may have left a log) */
 }
 
 int at_ahead_compile(const at_ahead_kernel *kernels, size_t n, const char *templates_dir, const char *arch,
                      const char *cache_dir, int threads) {
   if (!n || !cache_dir) return 0;
-  work w = {kernels, at_xcalloc(n, sizeof(at_jit_source *)), n, {arch, 0}, cache_dir, 0, 0};
+  work w = {kernels, at_xcalloc(n, sizeof(at_jit_source *)), {arch, 0}, cache_dir, at_xcalloc(n, 1)};
   /* One source per template (kernels of one template share it: NVRTC only reads it). */
   at_jit_source **owned = at_xcalloc(n, sizeof *owned);
   for (size_t i = 0; i < n; i++) {
@@ -54,16 +47,16 @@ int at_ahead_compile(const at_ahead_kernel *kernels, size_t n, const char *templ
     if (at_jit_source_load(path, templates_dir, &owned[i]) == AT_OK) w.sources[i] = owned[i];
     free(path);
   }
-  if (threads < 1) threads = 1;
-  if ((size_t)threads > n) threads = (int)n;
-  pthread_t *th = at_xcalloc((size_t)threads, sizeof *th);
-  int started = 0;
-  for (int t = 1; t < threads; t++) started += pthread_create(&th[started], NULL, compile_some, &w) == 0;
-  compile_some(&w); /* the caller's thread is one of them */
-  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+  at_pool *pool = at_pool_start(threads, n, compile_one, &w);
+  int compiled = 0;
+  for (ssize_t i; (i = at_pool_next_done(pool)) >= 0;) {
+    compiled += w.outcome[i] == 1;
+    if (w.outcome[i] == 2) at_pool_stop(pool); /* nothing kept: the loads compile anyway */
+  }
+  at_pool_join(pool);
   for (size_t i = 0; i < n; i++) at_jit_source_free(owned[i]);
   free(owned);
-  free(th);
   free(w.sources);
-  return atomic_load(&w.compiled);
+  free(w.outcome);
+  return compiled;
 }

@@ -1,7 +1,8 @@
 /* test_ahead.c: the runtime's compiles ahead (engine/runtime/ahead.h), no GPU needed: each distinct
  * kernel compiled once into the cache, in threads, and nothing else; a repeated kernel, a kernel
  * that does not compile and a template that cannot be read are left for the loads that follow;
- * a second pass finds everything in the cache and compiles nothing. */
+ * a second pass finds everything in the cache and compiles nothing; a cache that cannot store
+ * stores nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,14 @@ int main(void) {
   CHECK_EQ_INT(cubins(cache), 2);
   /* No cache: nothing to fill, nothing compiled. */
   CHECK_EQ_INT(at_ahead_compile(k, n, tdir, "sm_90a", NULL, 3), 0);
+  /* A cache that cannot store (its directory under a regular file, which stops root too): the
+   * first compile that finds so stops the rest, and none counts as stored. */
+  char *file = at_path_join(tmp, "a-file"), *under = at_path_join(file, "cache");
+  FILE *f = fopen(file, "w");
+  CHECK(f != NULL);
+  if (f) fclose(f);
+  CHECK_EQ_INT(at_ahead_compile(k, n, tdir, "sm_90a", under, 1), 0);
+  free(file), free(under);
 
   for (size_t i = 0; i < n; i++) free(k[i].name_expr);
   at_jit_source_free(src);
