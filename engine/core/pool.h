@@ -1,6 +1,7 @@
 /* pool.h: a fixed pool of threads working through jobs 0..n-1, reporting each finished job to
  * the thread that waits on it. The compile phase uses it: NVRTC in the threads, the DB writes and
- * the progress bar in the caller, so the DB keeps one writer. */
+ * the progress bar in the caller, so the DB keeps one writer; so do `autotune warm` and the
+ * runtime's compiles ahead (runtime/ahead.h), which is why it lives in the core library. */
 #ifndef AT_POOL_H
 #define AT_POOL_H
 
