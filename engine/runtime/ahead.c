@@ -15,8 +15,11 @@ typedef struct work {
                               repeats an earlier one) */
   at_jit_options opts;
   const char *cache_dir;
-  unsigned char *outcome; /* per kernel: 1 compiled and stored, 2 compiled but not stored */
+  unsigned char *outcome; /* per kernel: what its compile did (below) */
 } work;
+
+enum { UNTOUCHED = 0, STORED = 1, NOT_STORED = 2 }; /* a kernel's outcome: not compiled now, or compiled
+                                                      and stored, or compiled and not stored */
 
 static void compile_one(void *ctx, size_t i) {
   work *w = ctx;
@@ -24,7 +27,7 @@ static void compile_one(void *ctx, size_t i) {
   at_jit_result r;
   if (at_jit_compile(w->sources[i], w->kernels[i].name_expr, &w->opts, w->cache_dir, &r) == AT_OK && r.ok &&
       !r.cache_hit)
-    w->outcome[i] = r.cache_unwritable ? 2 : 1;
+    w->outcome[i] = r.cache_unwritable ? NOT_STORED : STORED;
   at_jit_result_free(&r); /* (a failed call may have left a log) */
 }
 
@@ -50,8 +53,8 @@ int at_ahead_compile(const at_ahead_kernel *kernels, size_t n, const char *templ
   at_pool *pool = at_pool_start(threads, n, compile_one, &w);
   int compiled = 0;
   for (ssize_t i; (i = at_pool_next_done(pool)) >= 0;) {
-    compiled += w.outcome[i] == 1;
-    if (w.outcome[i] == 2) at_pool_stop(pool); /* nothing kept: the loads compile anyway */
+    compiled += w.outcome[i] == STORED;
+    if (w.outcome[i] == NOT_STORED) at_pool_stop(pool); /* nothing kept: the loads compile anyway */
   }
   at_pool_join(pool);
   for (size_t i = 0; i < n; i++) at_jit_source_free(owned[i]);
