@@ -304,7 +304,7 @@ static int meta_int(const char *meta, const char *name) {
   return x;
 }
 
-static int from_cache(const char *cache_dir, const char *key, at_jit_result *r) {
+static int from_cache(const char *cache_dir, const char *key, int cubin_only, at_jit_result *r) {
   at_cache_entry e;
   int damaged = 0;
   if (!cache_dir || at_cache_get(cache_dir, key, &e, &damaged) != AT_OK) {
@@ -313,8 +313,10 @@ static int from_cache(const char *cache_dir, const char *key, at_jit_result *r) 
   }
   r->lowered_name = at_meta_get(e.meta, "lowered");
   /* A kernel with no registers: an entry whose compile was answered by NVRTC's own cache (before
-   * --no-cache), whose log had no resource report. Compiled again, as a damaged entry is. */
-  if (r->lowered_name && r->lowered_name[0] && meta_int(e.meta, "regs") == 0) {
+   * --no-cache), whose log had no resource report. Compiled again, as a damaged entry is, for a
+   * caller that records the figures; its cubin is sound, so a caller that only loads it takes it (a
+   * runtime on a read-only cache would otherwise compile it at every start). */
+  if (!cubin_only && r->lowered_name && r->lowered_name[0] && meta_int(e.meta, "regs") == 0) {
     free(r->lowered_name);
     r->lowered_name = NULL;
   }
@@ -349,7 +351,7 @@ int at_jit_compile(const at_jit_source *s, const char *name_expr, const at_jit_o
   char key[65];
   at_jit_key(s, name_expr, o, key);
   int damaged = 0;
-  if (from_cache(cache_dir, key, r)) return AT_OK;
+  if (from_cache(cache_dir, key, o->cubin_only, r)) return AT_OK;
   damaged = r->cache_damaged;
 
   double t0 = at_now_s();

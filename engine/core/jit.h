@@ -40,6 +40,9 @@ const char *at_nvrtc_version(void);
 typedef struct at_jit_options {
   const char *arch; /* "sm_90a" */
   int use_pch;      /* NVRTC automatic precompiled headers */
+  int cubin_only;   /* the caller loads the cubin and reads none of ptxas's figures (the runtime): a
+                       cache entry without them (0 registers) serves it. Neither this nor use_pch is
+                       part of the key. */
 } at_jit_options;
 
 void at_jit_key(const at_jit_source *s, const char *name_expr, const at_jit_options *o, char key[65]);

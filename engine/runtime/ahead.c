@@ -34,7 +34,8 @@ static void compile_one(void *ctx, size_t i) {
 int at_ahead_compile(const at_ahead_kernel *kernels, size_t n, const char *templates_dir, const char *arch,
                      const char *cache_dir, int threads) {
   if (!n || !cache_dir) return 0;
-  work w = {kernels, at_xcalloc(n, sizeof(at_jit_source *)), {arch, 0}, cache_dir, at_xcalloc(n, 1)};
+  work w = {kernels, at_xcalloc(n, sizeof(at_jit_source *)), {arch, 0, 1} /* for the loads: cubins only */, cache_dir,
+            at_xcalloc(n, 1)};
   /* One source per template (kernels of one template share it: NVRTC only reads it). */
   at_jit_source **owned = at_xcalloc(n, sizeof *owned);
   for (size_t i = 0; i < n; i++) {

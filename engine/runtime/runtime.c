@@ -553,7 +553,7 @@ static void load_module(at_runtime *rt, CUcontext ctx, rt_kernel *k, const char 
     kernel_error(k, "%s", at_errmsg());
     return;
   }
-  at_jit_options o = {arch, 0};
+  at_jit_options o = {arch, 0, 1}; /* a cubin to load: ptxas's figures unread */
   at_jit_result r;
   rc = at_jit_compile(src, k->name_expr, &o, rt->cache_dir, &r);
   at_jit_source_free(src);

@@ -117,6 +117,20 @@ int main(void) {
    * with no ptxas report): compiled again, the registers back. */
   CHECK(regs1 > 0);
   CHECK_EQ_INT(at_cache_put(cache, key, "lowered=k\nregs=0\n", r.cubin, r.cubin_size), AT_OK);
+  char zero_regs_hash[65];
+  memcpy(zero_regs_hash, r.cubin_hash, sizeof zero_regs_hash);
+  at_jit_result_free(&r);
+  /* A caller that only loads the cubin (the runtime: cubin_only) takes that entry as it is, its
+   * cubin and name; the key is the same. */
+  at_jit_options loads = o;
+  loads.cubin_only = 1;
+  char key_loads[65];
+  at_jit_key(src, GOOD, &loads, key_loads);
+  CHECK(strcmp(key_loads, key) == 0);
+  CHECK_EQ_INT(at_jit_compile(src, GOOD, &loads, cache, &r), AT_OK);
+  CHECK(r.ok && r.cache_hit && !r.cache_damaged && r.regs == 0);
+  CHECK(r.lowered_name && strcmp(r.lowered_name, "k") == 0);
+  CHECK(strcmp(r.cubin_hash, zero_regs_hash) == 0);
   at_jit_result_free(&r);
   CHECK_EQ_INT(at_jit_compile(src, GOOD, &o, cache, &r), AT_OK);
   CHECK(r.ok && !r.cache_hit && r.cache_damaged);
