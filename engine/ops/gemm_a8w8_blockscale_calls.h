@@ -3,7 +3,13 @@
  * reads it: the entry at_config_for_m takes for each M, and the tail config the tail plan adds to
  * it (gemm_a8w8_blockscale_tail.h). One walk for the two users that make these kernels before the
  * calls do: at_runtime_prepare (loads each on the GPU) and `autotune warm` (compiles each into the
- * compile cache, no GPU needed), so that both make exactly what the calls would. */
+ * compile cache, no GPU needed), so that both make exactly what the calls would.
+ *
+ * The one place they differ is on purpose. The runtime keeps one tail kernel per (tile, CLUSTER_K)
+ * of a weight, made from the template of the first call's config that needs it. Prepare makes it
+ * first, from the first entry planned on it (which then serves every call); warm cannot know which
+ * call comes first, so it compiles the tail from every entry planned on it. The two lists are the
+ * same while those entries share a template, as every sm90 config does today. */
 #ifndef AT_OPS_GEMM_A8W8_BLOCKSCALE_CALLS_H
 #define AT_OPS_GEMM_A8W8_BLOCKSCALE_CALLS_H
 
