@@ -169,6 +169,23 @@
 //   passes the first round), the same on both ranks: they walk the same units.
 // Each rank then stores its half. Each element is summed once, by one rank, as own + peer's: the
 // same bits whichever finishes first (two terms, and addition commutes).
+// CLUSTER_K 4 (STORE 0, no multicast, BLOCK_N a multiple of 32): four CTAs take each tile, rank kr
+// the part kr of its k-blocks in four (at_sm90::k_part), and rank kr keeps the columns of quarter
+// kr (whole 8-column groups: res[kr Q, (kr + 1) Q), Q = NACC / 4). In one round per unit each rank
+// sends its three other quarters to the ranks that keep them, whole, into three slots of the
+// receiver's staging area (slot (sender - receiver + 3) % 4, one per peer):
+//   xfull[w] (in the receiver, count 1): one local arrival announcing the three slots' bytes, which
+//     the peers' st.async complete;
+//   xfree[w] (in the sender, count 12): lane 0 of each of the three receivers' four warps, once the
+//     receiver's epilogue (which stages in the same area) is done with the unit, proxy-fenced as
+//     above; not after the last unit.
+//   Both are waited with the parity of the units exchanged (xc), the same on all four ranks.
+// The receiver adds slot 0, 1, 2 to its own quarter in that order (the same bits whichever rank
+// finishes first) and stores that quarter. Three slots of a quarter take the place of CLUSTER_K
+// 2's chunk; for tiles of few columns (64 x 32: 6 KB a math warpgroup) that costs no stage.
+// Measured (H200, docs/perf.md, "Split K four ways"): decode calls on weights of few tiles and
+// long K (576 x 7168, 1280 x 8192, 1536 x 7168 at M <= 64) 11-25% faster than split in two; on
+// wider weights, where split in two already fills the GPU, slower.
 //
 // Clusters (CLUSTER_M x CLUSTER_N CTAs, each 1 or 2). The CTAs of a cluster take the tiles of one
 // cluster tile of (CLUSTER_M BLOCK_M) x (CLUSTER_N BLOCK_N): rank r is at (rm, rn) = (r % CLUSTER_M,
@@ -194,7 +211,7 @@
 // Parameters: BLOCK_M (64, 128, 192 or 256; with SWAP_AB 16, 32 or 64), BLOCK_N (a multiple of 16,
 // at most 256), STAGES (>= 2), GROUP_M (rows of tiles walked together), SPLIT_K, PINGPONG (0, 1, 2:
 // how math warpgroups take turns), CLUSTER_M and CLUSTER_N (1 or 2), KPIPE (k-blocks in flight per
-// math warpgroup, 1 or 2), RESCALE (0, 1), STORE (0, 1, 2, 3), CLUSTER_K (1, 2), SWAP_AB (0, 1),
+// math warpgroup, 1 or 2), RESCALE (0, 1), STORE (0, 1, 2, 3), CLUSTER_K (1, 2, 4), SWAP_AB (0, 1),
 // SCALE_KB (0, or a multiple of 4: the scales in shared memory for K / 128 up to it).
 // GROUP_M and SPLIT_K instantiated as 0 are read from args (launch parameters: one compiled kernel
 // serves every value).
@@ -233,7 +250,11 @@ struct layout {
   // half of its tile, a pass.
   // SWAP_AB: a math warpgroup's slice is BLOCK_M rows of C (tokens) by its 64 columns (weight rows),
   // staged whole.
-  static constexpr int epi_n = SWAP_AB ? 64 : BLOCK_N > 128 || CLUSTER_K == 2 ? BLOCK_N / 2 : BLOCK_N;
+  // With CLUSTER_K 4 a CTA stores one quarter of its tile, a pass.
+  static constexpr int epi_n = SWAP_AB          ? 64
+                               : CLUSTER_K == 4 ? BLOCK_N / 4
+                               : BLOCK_N > 128 || CLUSTER_K == 2 ? BLOCK_N / 2
+                                                                 : BLOCK_N;
   static constexpr int c_rows = SWAP_AB ? BLOCK_M : 64;  // staged rows of a slice
   // STORE 3: a pass leaves by TMA tensor stores of 64 x 64 boxes, staged 128-byte swizzled (the
   // kernel's epilogue).
@@ -246,7 +267,10 @@ struct layout {
   // a multiple of 4) in the fewest equal chunks of whole float4s, at most 32 floats each.
   static constexpr int x_half = BLOCK_N / 4;
   static constexpr int xf = x_half <= 32 ? x_half : x_half % 8 == 0 ? x_half / 2 : x_half % 12 == 0 ? x_half / 3 : 4;
-  static constexpr int x_bytes = CLUSTER_K == 2 ? 128 * xf * 4 : 0;
+  // CLUSTER_K 4: three slots of a quarter of the accumulators (BLOCK_N / 8 floats a thread), one
+  // for each peer's.
+  static constexpr int x_slot = 128 * (BLOCK_N / 8) * 4;
+  static constexpr int x_bytes = CLUSTER_K == 2 ? 128 * xf * 4 : CLUSTER_K == 4 ? 3 * x_slot : 0;
   // A math warpgroup's staging area, which the exchange of CLUSTER_K 2 borrows before the epilogue.
   static constexpr int c_wg = c_rows * c_pitch > x_bytes ? c_rows * c_pitch : x_bytes;
   static constexpr int c_bufs = STORE == 2 ? 2 : 1;  // STORE 2: two staging areas per math warpgroup
@@ -260,8 +284,8 @@ struct layout {
   static constexpr int s_slot = SCALE_KB * s_rows * 4;
   static constexpr int s_off = c_off + math_wg * c_bufs * c_wg;
   static constexpr int bar_off = s_off + 2 * s_slot;
-  static constexpr int xbar_off = bar_off + 2 * STAGES * 8;  // CLUSTER_K 2: xfull, xfree per math warpgroup
-  static constexpr int sbar_off = xbar_off + (CLUSTER_K == 2 ? 16 * math_wg : 0);
+  static constexpr int xbar_off = bar_off + 2 * STAGES * 8;  // CLUSTER_K 2, 4: xfull, xfree per math warpgroup
+  static constexpr int sbar_off = xbar_off + (CLUSTER_K > 1 ? 16 * math_wg : 0);
   static constexpr int flag_off = sbar_off + (SCALE_KB ? 32 : 0);
   static constexpr int bytes = flag_off + 16;
 };
@@ -308,6 +332,47 @@ __device__ __forceinline__ void exchange(float (&res)[NACC], int &xc, at_u32 pee
       at_mbar_arrive_cluster_if(xfree, peer, (t % 32) == 0);
     }
   }
+}
+
+// CLUSTER_K 4: this thread's part of the cluster's reduction (kernel comment). Rank OWN keeps
+// quarter OWN of the accumulators, res[OWN Q, (OWN + 1) Q) with Q = NACC / 4 (8-column groups
+// 2 OWN Q / 8 on: whole groups, BLOCK_N a multiple of 32); it sends quarter q != OWN to rank q, into
+// slot (OWN - q + 3) % 4 of rank q's area (float4 j of thread t at (j 128 + t) 16 bytes), and adds
+// the three slots of its own area into its quarter, slot 0 first: the same bits whichever rank
+// finishes first. xu counts the units exchanged (parity of xfull and xfree, both ranks alike);
+// xbuf, xfull, xfree are this CTA's (the peers' from at_mapa).
+template <int OWN, int NACC>
+__device__ __forceinline__ void exchange4(float (&res)[NACC], int xu, at_u32 xbuf, at_u32 xfull, at_u32 xfree, int t) {
+  constexpr int Q = NACC / 4, SLOT = 128 * Q * 4;
+  static_assert(Q % 4 == 0, "quarters of whole float4s");
+  // The three slots' bytes, announced by one thread; the peers' stores may land before (the phase
+  // cannot complete while this arrival is pending).
+  if (t == 0) at_mbar_arrive_expect_tx(xfull, 3 * SLOT);
+  at_mbar_wait(xfree, ((at_u32)xu & 1u) ^ 1u);  // every peer's area is free
+#pragma unroll
+  for (int q = 0; q < 4; q++) {
+    if (q == OWN) continue;
+    const at_u32 dst = at_mapa(xbuf, (at_u32)q) + (at_u32)(((OWN - q + 3) % 4) * SLOT);
+    const at_u32 dst_full = at_mapa(xfull, (at_u32)q);
+#pragma unroll
+    for (int j = 0; j < Q / 4; j++) {
+      const int i = q * Q + 4 * j;
+      at_st_async_v4(dst + (j * 128 + t) * 16, res[i], res[i + 1], res[i + 2], res[i + 3], dst_full);
+    }
+  }
+  at_mbar_wait(xfull, (at_u32)xu & 1u);  // the three peers' quarters are here
+#pragma unroll
+  for (int k = 0; k < 3; k++)
+#pragma unroll
+    for (int j = 0; j < Q / 4; j++) {
+      const int i = OWN * Q + 4 * j;
+      float x0, x1, x2, x3;
+      asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=f"(x0), "=f"(x1), "=f"(x2), "=f"(x3)
+                   : "r"(xbuf + k * SLOT + (j * 128 + t) * 16)
+                   : "memory");
+      res[i] += x0, res[i + 1] += x1, res[i + 2] += x2, res[i + 3] += x3;
+    }
 }
 
 // The scales of one k-block for one thread: its two rows' A scales in each wave, and up to three
@@ -403,14 +468,14 @@ __device__ __forceinline__ unit_pos locate(int u, int tiles_m, int tiles_n, int 
   return p;
 }
 
-// CLUSTER_K 2: the unit's k-blocks are shared by the cluster's two CTAs, the first half (rounded
-// up) to rank 0. One k-block leaves rank 1 none: it contributes zeros.
-__device__ __forceinline__ void k_half(unit_pos &p, int kr) {
-  const int mid = p.kb0 + (p.kb1 - p.kb0 + 1) / 2;
-  if (kr == 0)
-    p.kb1 = mid;
-  else
-    p.kb0 = mid;
+// CLUSTER_K 2 or 4: the unit's k-blocks are shared by the cluster's PARTS CTAs in consecutive
+// parts as equal as can be, the larger first (rank kr takes part kr; with two, the first half
+// rounded up to rank 0). Fewer k-blocks than parts leave the last ranks none: they contribute zeros.
+template <int PARTS>
+__device__ __forceinline__ void k_part(unit_pos &p, int kr) {
+  const int n = p.kb1 - p.kb0, q = n / PARTS, r = n % PARTS;
+  p.kb0 += kr * q + min(kr, r);
+  p.kb1 = p.kb0 + q + (kr < r ? 1 : 0);
 }
 
 }  // namespace at_sm90
@@ -489,8 +554,13 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   static_assert(PINGPONG >= 0 && PINGPONG <= 2, "PINGPONG must be 0, 1 or 2");
   static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && (CLUSTER_N == 1 || CLUSTER_N == 2), "CLUSTER_M, CLUSTER_N: 1 or 2");
   static_assert(KPIPE == 1 || (KPIPE == 2 && WAVES == 1 && !PINGPONG_ON), "KPIPE 2 needs one slice and no turns");
-  static_assert(CLUSTER_K == 1 || (CLUSTER_K == 2 && SPLIT_K == 1 && (STORE == 0 || STORE == 3) && WAVES == 1),
+  static_assert(CLUSTER_K != 2 || (SPLIT_K == 1 && (STORE == 0 || STORE == 3) && WAVES == 1),
                 "CLUSTER_K 2 (split K in a cluster): SPLIT_K 1, STORE 0 or 3, BLOCK_M <= 128");
+  static_assert(CLUSTER_K != 4 ||
+                    (SPLIT_K == 1 && STORE == 0 && WAVES == 1 && CLUSTER_MN == 1 && !SWAP_AB && BLOCK_N % 32 == 0),
+                "CLUSTER_K 4 (split K four ways in a cluster): SPLIT_K 1, STORE 0, BLOCK_M <= 128, CLUSTER_M and "
+                "CLUSTER_N 1, SWAP_AB 0, BLOCK_N a multiple of 32");
+  static_assert(CLUSTER_K == 1 || CLUSTER_K == 2 || CLUSTER_K == 4, "CLUSTER_K must be 1, 2 or 4");
   static_assert(MATH_WG != 2 || (RESCALE ? WAVES * BLOCK_N <= 256 : (WAVES + KPIPE) * BLOCK_N <= 416),
                 "two math warpgroups hold at most 232 registers a thread: (WAVES + KPIPE) x BLOCK_N / 2 <= 208, "
                 "or WAVES x BLOCK_N / 2 <= 128 with RESCALE");
@@ -512,10 +582,11 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       at_mbar_init(empty0 + s * 8, 4 * MATH_WG * CLUSTER_MN);
     }
     // CLUSTER_K 2, per math warpgroup: xfull (one local arrival with the chunk's bytes, which the
-    // peer's stores complete), xfree (the peer's four warps).
-    for (int i = 0; i < (CLUSTER_K == 2 ? MATH_WG : 0); i++) {
+    // peer's stores complete), xfree (the peer's four warps). CLUSTER_K 4: the same with the three
+    // peers' slots' bytes, and their twelve warps.
+    for (int i = 0; i < (CLUSTER_K > 1 ? MATH_WG : 0); i++) {
       at_mbar_init(base + L::xbar_off + i * 16, 1);
-      at_mbar_init(base + L::xbar_off + i * 16 + 8, 4);
+      at_mbar_init(base + L::xbar_off + i * 16 + 8, CLUSTER_K == 4 ? 12 : 4);
     }
     // SCALE_KB, per slot: sfull (the scale loader's arrive.expect_tx; its bulk copies complete the
     // bytes), sempty (lane 0 of every math warp, once the unit's last k-block is promoted).
@@ -563,7 +634,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   const int rank = CLUSTER > 1 ? (int)at_cluster_rank() : 0;
   // Rank r: k half kr = r / CLUSTER_MN, and (rm, rn) in the cluster tile from r % CLUSTER_MN. The
   // CTAs of one k half (ranks kbase + [0, CLUSTER_MN)) share tiles by multicast among themselves.
-  const int mn_rank = rank % CLUSTER_MN, kr = CLUSTER_K == 2 ? rank / CLUSTER_MN : 0, kbase = kr * CLUSTER_MN;
+  const int mn_rank = rank % CLUSTER_MN, kr = CLUSTER_K > 1 ? rank / CLUSTER_MN : 0, kbase = kr * CLUSTER_MN;
   const int rm = mn_rank % CLUSTER_M, rn = mn_rank / CLUSTER_M;
   const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
   // STORE 1 or 2 without split-K: the producer's warps 1-3 copy the staged results out while the math
@@ -596,7 +667,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       int it = 0;
       for (int u = first_unit; u < units; u += unit_step) {
         at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS>(u, tiles_m, tiles_n, KB, group_m, split_k);
-        if (CLUSTER_K == 2) at_sm90::k_half(p, kr);
+        if (CLUSTER_K > 1) at_sm90::k_part<CLUSTER_K>(p, kr);
         // This CTA's A and B tiles, and its shares of them. Only rows inside A and B are fetched
         // (see "Tails" at the top): a share wholly inside by the tensor map of whole boxes, the one
         // share that ends at M (N) by the map whose box is the rows left there, one past it not at
@@ -650,7 +721,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       int su = 0;
       for (int u = first_unit; u < units; u += unit_step) {
         at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS>(u, tiles_m, tiles_n, KB, group_m, split_k);
-        if (CLUSTER_K == 2) at_sm90::k_half(p, kr);
+        if (CLUSTER_K > 1) at_sm90::k_part<CLUSTER_K>(p, kr);
         if (p.kb0 >= p.kb1) continue;  // the math warps skip it too
         const int m0 = p.m0 + rm * BLOCK_M, nb0 = (p.n0 + rn * BLOCK_N) / 128;
         const int rows = min(max(M - m0, 0), BLOCK_M), brows = min(max(nblocks - nb0, 0), NB);
@@ -717,7 +788,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   const float *const As = (const float *)args.a_scale;
   const float *const Bs = (const float *)args.b_scale;
   unsigned char *const stage_c0 = smem + L::c_off + w * NBUF * L::c_wg;
-  // it: k-blocks taken (stage and phase); xc: exchange chunks (CLUSTER_K 2: parity of xfull and
+  // it: k-blocks taken (stage and phase); xc: exchange chunks (CLUSTER_K 2; with 4 units: parity of xfull and
   // xfree); pc: passes staged for the store warps (STORE 2: which of the two areas).
   // su: units whose scales were taken (SCALE_KB: parity of sfull and sempty).
   int it = 0, xc = 0, pc = 0, su = 0;
@@ -725,7 +796,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
 
   for (int u = first_unit; u < units; u += unit_step) {
     at_sm90::unit_pos p = at_sm90::locate<CM_ROWS, CN_COLS>(u, tiles_m, tiles_n, KB, group_m, split_k);
-    if (CLUSTER_K == 2) at_sm90::k_half(p, kr);
+    if (CLUSTER_K > 1) at_sm90::k_part<CLUSTER_K>(p, kr);
     p.m0 += rm * BLOCK_M, p.n0 += rn * BLOCK_N;  // this CTA's tile of the cluster tile
     // The tile's result; with RESCALE also the wgmma accumulator, in the units of the k-block it
     // last took (see rescale).
@@ -1154,6 +1225,23 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
         at_sm90::exchange<0, HALF, NACC, XF>(res[0], xc, peer_buf, peer_full, peer, xbuf, xfull, xfree, t);
       at_named_barrier(1 + w, 128);  // every thread has read its chunk: the epilogue may stage
     }
+    if constexpr (CLUSTER_K == 4) {
+      // The four parts meet: rank kr keeps the columns of quarter kr of the tile, and sends each
+      // other quarter to the rank that keeps it (at_sm90::exchange4).
+      const at_u32 xbuf = base + L::c_off + w * NBUF * L::c_wg;
+      const at_u32 xfull = base + L::xbar_off + w * 16, xfree = xfull + 8;
+      // One copy of the code per rank (indexing res by kr would put it in local memory).
+      if (kr == 0)
+        at_sm90::exchange4<0, NACC>(res[0], xc, xbuf, xfull, xfree, t);
+      else if (kr == 1)
+        at_sm90::exchange4<1, NACC>(res[0], xc, xbuf, xfull, xfree, t);
+      else if (kr == 2)
+        at_sm90::exchange4<2, NACC>(res[0], xc, xbuf, xfull, xfree, t);
+      else
+        at_sm90::exchange4<3, NACC>(res[0], xc, xbuf, xfull, xfree, t);
+      xc++;
+      at_named_barrier(1 + w, 128);  // every thread has read the slots: the epilogue may stage
+    }
 
     if (split_k > 1) {
       // Publish this split's partial, count it; the last split to arrive reduces.
@@ -1238,7 +1326,7 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       for (int v = 0; v < WAVES; v++) {
 #pragma unroll
         for (int h = 0; h < BLOCK_N / EPI_N; h++) {
-          if (CLUSTER_K == 2 && h != kr) continue;  // the peer stores this half
+          if (CLUSTER_K > 1 && h != kr) continue;  // a peer stores this part
           const int buf = offload ? pc % NBUF : 0, area = w * NBUF + buf;
           unsigned char *const stage_c = stage_c0 + buf * L::c_wg;
           if (offload) at_named_barrier(BAR_FREE + area, STORE_THREADS);  // the store warps are done with it
@@ -1361,6 +1449,16 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
       __syncwarp();
       at_mbar_arrive_cluster_if(base + L::xbar_off + w * 16 + 8, peer,
                                 lane == 0 && u + unit_step < units);
+    }
+    if constexpr (CLUSTER_K == 4) {
+      // The same for the three ranks that sent into this area (one arrival of each warp on each
+      // sender's xfree, which counts twelve); not after the last unit.
+      at_fence_proxy_async_smem();
+      __syncwarp();
+#pragma unroll
+      for (int q = 1; q < 4; q++)
+        at_mbar_arrive_cluster_if(base + L::xbar_off + w * 16 + 8, (at_u32)((kr + q) % 4),
+                                  lane == 0 && u + unit_step < units);
     }
   }
   // The tensor stores complete (their writes performed) before the CTA exits: its shared memory

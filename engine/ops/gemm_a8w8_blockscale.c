@@ -38,12 +38,13 @@ static const param_range SM90_PARAMS[] = {{"BLOCK_M", 16, 256}, {"BLOCK_N", 16, 
  * sharing A), k-blocks in flight per math warpgroup, RESCALE (one accumulator rescaled in place
  * instead of a separate result), STORE (the producer's idle warps store the results; 2: from two
  * staging areas per math warpgroup; 3: TMA tensor stores issued by the math warpgroups), CLUSTER_K
- * (two CTAs of a cluster split a tile's k-blocks and exchange halves through shared memory), SWAP_AB
+ * (two or four CTAs of a cluster split a tile's k-blocks and exchange halves or quarters of their
+ * partials through shared memory), SWAP_AB
  * (the weights on the wgmma's M side, the tokens on its N: decode-sized tiles of 16 to 64 rows),
  * SCALE_KB (a unit's scales copied into shared memory, for K / 128 up to SCALE_KB; 0: read from
  * global memory by the math threads). */
 static const param_range SM90_OPTIONAL[] = {{"CLUSTER_M", 1, 2, 1}, {"CLUSTER_N", 1, 2, 1}, {"KPIPE", 1, 2, 1},
-                                            {"RESCALE", 0, 1, 0},   {"STORE", 0, 3, 0},     {"CLUSTER_K", 1, 2, 1},
+                                            {"RESCALE", 0, 1, 0},   {"STORE", 0, 3, 0},     {"CLUSTER_K", 1, 4, 1},
                                             {"SWAP_AB", 0, 1, 0},   {"SCALE_KB", 0, 128, 0}, {NULL, 0, 0, 0}};
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -73,23 +74,24 @@ static int64_t sm90_scale_blocks(int64_t bn) {
 
 /* The sm90 family's shared memory (templates/gemm_a8w8_blockscale_sm90.cuh, at_sm90::layout):
  * STAGES x (A + B tiles), a bf16 staging area of 64 rows x (2 EPI_N + 16 or 32) bytes per math
- * warpgroup (EPI_N: BLOCK_N, or half of it above 128 or with CLUSTER_K 2, staged in two passes),
- * with CLUSTER_K 2 at least one exchange chunk (128 threads x up to 32 floats, at_sm90::layout) and two
- * more mbarriers per math warpgroup, two mbarriers per stage and flags. STORE 2 doubles the staging
+ * warpgroup (EPI_N: BLOCK_N, or half of it above 128 or with CLUSTER_K 2, staged in two passes; a
+ * quarter with CLUSTER_K 4), with CLUSTER_K 2 at least one exchange chunk (128 threads x up to 32
+ * floats, at_sm90::layout), with CLUSTER_K 4 three slots of a quarter's floats, and two more
+ * mbarriers per math warpgroup, two mbarriers per stage and flags. STORE 2 doubles the staging
  * areas (the store warps copy one while the math warpgroup stages into the other). With SWAP_AB a
  * math warpgroup stages BLOCK_M rows of its 64 columns. SCALE_KB: two slots of (BLOCK_M + the
  * weight-scale blocks a tile may touch) x SCALE_KB floats (a unit's scales) and four mbarriers. */
 static int64_t sm90_smem_bytes(int64_t bm, int64_t bn, int64_t stages, int64_t ck, int64_t store, int64_t swap,
                                int64_t scale_kb) {
-  const int64_t epi_n = swap ? 64 : bn > 128 || ck == 2 ? bn / 2 : bn, half = bn / 4;
+  const int64_t epi_n = swap ? 64 : ck == 4 ? bn / 4 : bn > 128 || ck == 2 ? bn / 2 : bn, half = bn / 4;
   /* the fewest equal chunks of whole float4s, at most 32 floats each */
   const int64_t xf = half <= 32 ? half : half % 8 == 0 ? half / 2 : half % 12 == 0 ? half / 3 : 4;
-  const int64_t x_bytes = ck == 2 ? 128 * xf * 4 : 0;
+  const int64_t x_bytes = ck == 2 ? 128 * xf * 4 : ck == 4 ? 3 * 128 * (bn / 8) * 4 : 0;
   const int64_t pitch = epi_n * 2 + (epi_n % 16 == 8 ? 32 : 16); /* padded against bank conflicts */
   const int64_t rows = swap ? bm : 64, c_wg = rows * pitch > x_bytes ? rows * pitch : x_bytes;
   const int64_t wg = sm90_math_wg(bm, bn, swap);
   const int64_t scales = scale_kb ? 2 * scale_kb * (bm + sm90_scale_blocks(bn)) * 4 + 32 : 0;
-  return stages * (bm + bn) * 128 + wg * c_wg * (store == 2 ? 2 : 1) + scales + 2 * stages * 8 + (ck == 2 ? 16 * wg : 0) +
+  return stages * (bm + bn) * 128 + wg * c_wg * (store == 2 ? 2 : 1) + scales + 2 * stages * 8 + (ck > 1 ? 16 * wg : 0) +
          16;
 }
 
@@ -156,6 +158,16 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
     if (scale_kb && (swap || store == 1 || store == 2))
       return at_fail(AT_ERR_INPUT,
                      "family sm90: SCALE_KB needs SWAP_AB 0 and STORE 0 or 3 (its scales are copied by the producer's warp 1)");
+    if (ck == 3)
+      return at_fail(AT_ERR_INPUT, "family sm90: CLUSTER_K must be 1, 2 or 4 (got 3)");
+    if (ck == 4 && (store != 0 || at_params_get(p, "SPLIT_K", 1) != 1 || bm > 128 || swap ||
+                    at_params_get(p, "CLUSTER_M", 1) * at_params_get(p, "CLUSTER_N", 1) != 1 || bn % 32))
+      return at_fail(AT_ERR_INPUT,
+                     "family sm90: CLUSTER_K 4 needs STORE 0, SPLIT_K 1, BLOCK_M <= 128, SWAP_AB 0, CLUSTER_M and "
+                     "CLUSTER_N 1 and BLOCK_N a multiple of 32 (got STORE %lld, SPLIT_K %lld, BLOCK_M %lld, CLUSTER_M %lld, "
+                     "CLUSTER_N %lld, BLOCK_N %lld)",
+                     (long long)store, (long long)at_params_get(p, "SPLIT_K", 1), (long long)bm,
+                     (long long)at_params_get(p, "CLUSTER_M", 1), (long long)at_params_get(p, "CLUSTER_N", 1), (long long)bn);
     if (store == 3 && (swap || (bn > 128 || ck == 2 ? bn / 2 : bn) % 64))
       return at_fail(AT_ERR_INPUT,
                      "family sm90: STORE 3 (tensor stores) needs SWAP_AB 0 and BLOCK_N 64, 128 or 256 (128 or 256 with CLUSTER_K 2; got %lld)",

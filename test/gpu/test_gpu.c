@@ -137,6 +137,9 @@ static void sm90_random(void) {
      * warps; with a multicast pair, clusters of four */
     int ck = 1;
     if (cm * cn <= 2 && bm <= 128 && ((r >> 1) & 1)) ck = 2, split = 1, store = store == 3 && bn >= 128 ? 3 : 0;
+    /* or four, each keeping a quarter of the columns: no multicast, 32-column multiples, two stages
+     * (three slots of a quarter beside them) */
+    if (ck == 2 && cm * cn == 1 && bn % 32 == 0 && ((r >> 2) & 1)) ck = 4, store = 0, stages = 2;
     fprintf(f,
             "  - name: s%d\n    family: sm90\n    template: %s/templates/gemm_a8w8_blockscale_sm90.cuh\n"
             "    entry: \"gemm_a8w8_blockscale_sm90<BLOCK_M, BLOCK_N, STAGES, GROUP_M, SPLIT_K, PINGPONG, CLUSTER_M, "
