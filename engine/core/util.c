@@ -290,12 +290,10 @@ char *at_utc_now_iso(void) {
 }
 
 int at_debug(void) {
-  static int v = -1;
-  if (v < 0) {
-    const char *e = getenv("AUTOTUNE_DEBUG");
-    v = e && *e && strcmp(e, "0") != 0;
-  }
-  return v;
+  /* Read at each call (it is asked on slow paths only), so that a program may turn it on for a
+   * while: the runtime stress test does, around a prepare. */
+  const char *e = getenv("AUTOTUNE_DEBUG");
+  return e && *e && strcmp(e, "0") != 0;
 }
 
 int at_cpu_count(void) {

@@ -56,7 +56,8 @@ char *at_utc_now_iso(void); /* "2026-11-22T05:00:00Z", malloc'd */
 
 int at_cpu_count(void);
 
-/* $AUTOTUNE_DEBUG is set (and not "0"): print what the tuner does, candidate by candidate. */
+/* $AUTOTUNE_DEBUG is set (and not "0"): print what the tuner does, candidate by candidate, and what
+ * the runtime library compiles (docs/usage.md, the environment). */
 int at_debug(void);
 
 /* Parses a whole decimal integer; returns 0 on success. */

@@ -569,6 +569,10 @@ static void load_module(at_runtime *rt, CUcontext ctx, rt_kernel *k, const char 
     at_jit_result_free(&r);
     return;
   }
+  /* $AUTOTUNE_DEBUG: a compile here is a call (or a prepare's load) waiting for NVRTC. */
+  if (at_debug() && !r.cache_hit)
+    fprintf(stderr, "autotune: debug: runtime: %s compiled for %s at its load, %.0f ms (not in the compile cache)\n",
+            k->name_expr, arch, r.compile_ms);
   CUresult cr = at_cu->ModuleLoadData(&k->mod, r.cubin);
   k->owns_module = cr == CUDA_SUCCESS;
   if (cr == CUDA_SUCCESS) cr = at_cu->ModuleGetFunction(&k->fn, k->mod, r.lowered_name);
@@ -881,8 +885,14 @@ int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k
       }
   char arch[16];
   CUdevice dev;
-  if (nahead && device_arch(&dev, arch) == 0)
-    at_ahead_compile(ahead, nahead, rt->templates_dir, arch, rt->cache_dir, at_cpu_count());
+  if (nahead && device_arch(&dev, arch) == 0) {
+    const double t0 = at_now_s();
+    const int threads = at_cpu_count();
+    const int compiled = at_ahead_compile(ahead, nahead, rt->templates_dir, arch, rt->cache_dir, threads);
+    if (at_debug())
+      fprintf(stderr, "autotune: debug: runtime: prepare N=%lld K=%lld: %d of %zu kernels compiled ahead, %.2f s, "
+              "%d threads\n", (long long)n, (long long)k, compiled, nahead, at_now_s() - t0, threads);
+  }
   for (size_t i = 0; i < nahead; i++) free(ahead[i].name_expr);
 
   /* Each made as a call would make it: compiled (or taken from the compile cache) and loaded. */

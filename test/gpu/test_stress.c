@@ -18,8 +18,9 @@
  *     (sm90 RESCALE, whose units skip zero scales);
  *   - shapes the runtime splits into a main launch and a tail (docs/runtime.md), back to back on
  *     one stream and captured in a graph;
- *   - kernels made ready by at_runtime_prepare on an empty compile cache: no first call after it
- *     waits for a compile (each returns within 10 ms; a compile takes longer, which is checked);
+ *   - kernels made ready by at_runtime_prepare on an empty compile cache, all by its compiles ahead
+ *     in threads (none by a load: what $AUTOTUNE_DEBUG makes it say): no first call after it waits
+ *     for a compile (each returns within 10 ms; a compile takes longer, which is checked);
  *   - the same kernels compiled into a cache by `autotune warm` (argv[2]), for this GPU as probed and
  *     as named without one: the same cubins; a runtime on that cache prepares without compiling;
  *   - a second runtime answering from a tuning DB (made by the autotune binary, argv[2]) that is
@@ -37,6 +38,7 @@
  *
  * Uses only the public runtime API plus the engine's input generation and cuBLAS loading, so the
  * same file builds against older trees (to show that it catches the bugs they had). */
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -770,6 +772,15 @@ static void prepared(const char *configs_dir) {
   at_runtime *const main_rt = RT;
   RT = runtime_on_empty_cache(configs_dir, "stress-prepare-cache");
   int kernels = 0;
+  /* What the prepare compiled, and where: $AUTOTUNE_DEBUG makes the runtime say (stderr, kept in a
+   * file for the while) how many kernels its compiles ahead stored, and each kernel a load had to
+   * compile. From an empty cache the compiles ahead must have made every kernel: no load compiles. */
+  const char *tmp = getenv("AT_TEST_TMP") ? getenv("AT_TEST_TMP") : "/tmp";
+  char *log = at_xasprintf("%s/stress-prepare-debug-%d.txt", tmp, (int)getpid());
+  fflush(stderr);
+  const int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) dup2(fd, 2);
+  setenv("AUTOTUNE_DEBUG", "1", 1);
   const double t0 = at_now_s();
   for (int i = 0; i < NNK; i++) {
     int ready = 0;
@@ -778,6 +789,23 @@ static void prepared(const char *configs_dir) {
     kernels += ready;
   }
   const double prep = at_now_s() - t0;
+  unsetenv("AUTOTUNE_DEBUG");
+  fflush(stderr);
+  if (fd >= 0) dup2(saved, 2), close(fd);
+  close(saved);
+  char *said = slurp(log);
+  fprintf(stderr, "%s", said); /* what the prepare said, and any failure above, in the test's log */
+  int ahead = 0, lines = 0;
+  for (const char *q = said; (q = strstr(q, "kernels compiled ahead")) != NULL; q++) {
+    const char *c = q;
+    while (c > said && c[-1] != ':') c--; /* "...: <compiled> of <n> kernels compiled ahead" */
+    ahead += atoi(c), lines++;
+  }
+  CHECK(fd >= 0);
+  CHECK_EQ_INT(lines, NNK); /* each (N, K) had kernels to make (the cache was empty) */
+  CHECK(ahead >= 1);         /* (a later (N, K) may find its kernels made for an earlier one) */
+  if (strstr(said, "at its load")) fail("prepare: a load compiled a kernel that the compiles ahead had not made");
+  free(said), free(log);
   double slowest = 0;
   for (int i = 0; i < NNK; i++)
     for (int j = 0; j < NMS; j++) {
