@@ -158,16 +158,17 @@ static int derive(const char *family, const at_params *p, int64_t *out) {
     if (scale_kb && (swap || store == 1 || store == 2))
       return at_fail(AT_ERR_INPUT,
                      "family sm90: SCALE_KB needs SWAP_AB 0 and STORE 0 or 3 (its scales are copied by the producer's warp 1)");
-    if (ck == 3)
-      return at_fail(AT_ERR_INPUT, "family sm90: CLUSTER_K must be 1, 2 or 4 (got 3)");
-    if (ck == 4 && (store != 0 || at_params_get(p, "SPLIT_K", 1) != 1 || bm > 128 || swap ||
-                    at_params_get(p, "CLUSTER_M", 1) * at_params_get(p, "CLUSTER_N", 1) != 1 || bn % 32))
+    if (ck != 1 && ck != 2 && ck != 4)
+      return at_fail(AT_ERR_INPUT, "family sm90: CLUSTER_K must be 1, 2 or 4 (got %lld)", (long long)ck);
+    const int64_t split = at_params_get(p, "SPLIT_K", 1);
+    const int64_t cm = at_params_get(p, "CLUSTER_M", 1), cn = at_params_get(p, "CLUSTER_N", 1);
+    if (ck == 4 && (store != 0 || split != 1 || bm > 128 || swap || cm * cn != 1 || bn % 32))
       return at_fail(AT_ERR_INPUT,
                      "family sm90: CLUSTER_K 4 needs STORE 0, SPLIT_K 1, BLOCK_M <= 128, SWAP_AB 0, CLUSTER_M and "
-                     "CLUSTER_N 1 and BLOCK_N a multiple of 32 (got STORE %lld, SPLIT_K %lld, BLOCK_M %lld, CLUSTER_M %lld, "
-                     "CLUSTER_N %lld, BLOCK_N %lld)",
-                     (long long)store, (long long)at_params_get(p, "SPLIT_K", 1), (long long)bm,
-                     (long long)at_params_get(p, "CLUSTER_M", 1), (long long)at_params_get(p, "CLUSTER_N", 1), (long long)bn);
+                     "CLUSTER_N 1 and BLOCK_N a multiple of 32 (got STORE %lld, SPLIT_K %lld, BLOCK_M %lld, "
+                     "SWAP_AB %lld, CLUSTER_M %lld, CLUSTER_N %lld, BLOCK_N %lld)",
+                     (long long)store, (long long)split, (long long)bm, (long long)swap, (long long)cm, (long long)cn,
+                     (long long)bn);
     if (store == 3 && (swap || (bn > 128 || ck == 2 ? bn / 2 : bn) % 64))
       return at_fail(AT_ERR_INPUT,
                      "family sm90: STORE 3 (tensor stores) needs SWAP_AB 0 and BLOCK_N 64, 128 or 256 (128 or 256 with CLUSTER_K 2; got %lld)",

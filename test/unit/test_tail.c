@@ -156,9 +156,50 @@ static void tensor_stores(void) {
   CHECK(at_a8w8_plan_of("sm90", &p0, &plan) == AT_OK && plan.tma == 1 && plan.c_map == 0);
 }
 
+/* CLUSTER_K 4 (split K four ways in a cluster): clusters of four, the staging area grown to three
+ * slots of a quarter's floats where that is larger, and the configs the kernel cannot run refused
+ * with their values named. */
+static void split_k_four(void) {
+  const at_op *op = at_op_find("gemm_a8w8_blockscale");
+  if (!op || !op->launch) return;
+  const char *names[] = {"BLOCK_M", "BLOCK_N", "STAGES", "GROUP_M", "SPLIT_K", "PINGPONG", "KPIPE", "STORE", "CLUSTER_K",
+                         "CLUSTER_N"};
+  at_shape s = {16, 576, 7168};
+  at_launch l2, l4, bad;
+  const int64_t k2[] = {64, 32, 8, 1, 1, 0, 2, 0, 2, 1}, k4[] = {64, 32, 8, 1, 1, 0, 2, 0, 4, 1};
+  at_params p2 = {names, k2, 10}, p4 = {names, k4, 10};
+  CHECK(op->launch("sm90", &p2, &s, 132, &l2) == AT_OK);
+  CHECK(op->launch("sm90", &p4, &s, 132, &l4) == AT_OK);
+  /* 18 tiles of 64 x 32: 18 clusters of four; the staging area (64 rows of 8 columns padded to 48
+   * bytes: 3 KB) holds the three 2 KB slots only as 6 KB */
+  CHECK(l4.cluster == 4 && l4.grid[0] == 72 && l4.persistent == 1);
+  CHECK(l2.cluster == 2 && l2.grid[0] == 36);
+  CHECK(l4.smem_bytes == 8 * (64 + 32) * 128 + 3 * 128 * 4 * 4 + 2 * 8 * 8 + 16 + 16);
+  const int64_t wide[] = {128, 256, 2, 1, 1, 0, 1, 0, 4, 1}; /* 256 wide: three 16 KB slots a warpgroup */
+  at_params pw = {names, wide, 10};
+  CHECK(op->launch("sm90", &pw, &s, 132, &l4) == AT_OK);
+  CHECK(l4.smem_bytes == 2 * (128 + 256) * 128 + 2 * 3 * 128 * 32 * 4 + 2 * 2 * 8 + 2 * 16 + 16);
+  const int64_t three[] = {64, 32, 8, 1, 1, 0, 2, 0, 3, 1}, stored[] = {64, 32, 8, 1, 1, 0, 2, 3, 4, 1},
+                shared[] = {64, 32, 8, 1, 1, 0, 2, 0, 4, 2}, odd[] = {64, 48, 8, 1, 1, 0, 2, 0, 4, 1};
+  at_params p3 = {names, three, 10}, ps = {names, stored, 10}, pn = {names, shared, 10}, po = {names, odd, 10};
+  CHECK(op->launch("sm90", &p3, &s, 132, &bad) == AT_ERR_INPUT);
+  CHECK(strstr(at_errmsg(), "CLUSTER_K must be 1, 2 or 4 (got 3)") != NULL);
+  CHECK(op->launch("sm90", &ps, &s, 132, &bad) == AT_ERR_INPUT);
+  CHECK(strstr(at_errmsg(), "CLUSTER_K 4 needs") && strstr(at_errmsg(), "STORE 3"));
+  CHECK(op->launch("sm90", &pn, &s, 132, &bad) == AT_ERR_INPUT);
+  CHECK(strstr(at_errmsg(), "CLUSTER_N 2"));
+  CHECK(op->launch("sm90", &po, &s, 132, &bad) == AT_ERR_INPUT);
+  CHECK(strstr(at_errmsg(), "BLOCK_N 48"));
+  /* no tail is planned on it (as on CLUSTER_K 2) */
+  at_a8w8_tail t;
+  at_a8w8_tail_plan("sm90", &p4, &s, 132, 0, &t);
+  CHECK(t.split == 0);
+}
+
 int main(void) {
   launch_rule();
   tensor_stores();
+  split_k_four();
   /* 4096 x 28672 x 4096 with the committed 128 x 256 tiles in clusters of two along M: 1,792 units
    * on 66 clusters, 10 in the last wave; the tail takes the last 2 columns of the last 8 rows of
    * cluster tiles (2048 x 512), 64 tiles of 128 x 128 split in K over 128 CTAs. */
