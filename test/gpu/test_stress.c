@@ -780,6 +780,8 @@ static void prepared(const char *configs_dir) {
   fflush(stderr);
   const int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd >= 0) dup2(fd, 2);
+  const char *had = getenv("AUTOTUNE_DEBUG");
+  char *debug_before = had ? at_xstrdup(had) : NULL; /* the caller's setting, put back after */
   setenv("AUTOTUNE_DEBUG", "1", 1);
   const double t0 = at_now_s();
   for (int i = 0; i < NNK; i++) {
@@ -789,11 +791,16 @@ static void prepared(const char *configs_dir) {
     kernels += ready;
   }
   const double prep = at_now_s() - t0;
-  unsetenv("AUTOTUNE_DEBUG");
+  if (debug_before)
+    setenv("AUTOTUNE_DEBUG", debug_before, 1);
+  else
+    unsetenv("AUTOTUNE_DEBUG");
+  free(debug_before);
   fflush(stderr);
   if (fd >= 0) dup2(saved, 2), close(fd);
   close(saved);
   char *said = slurp(log);
+  unlink(log);
   fprintf(stderr, "%s", said); /* what the prepare said, and any failure above, in the test's log */
   int ahead = 0, lines = 0;
   for (const char *q = said; (q = strstr(q, "kernels compiled ahead")) != NULL; q++) {
