@@ -420,6 +420,15 @@ with tempfile.TemporaryDirectory() as tmp:
     check(m and int(m.group(1)) == n_terms and n_terms >= len(want), f"every config once: {n_terms} terms, {len(want)} named")
     check(n_terms >= sum(1 for w in want if w[0]) + 1 and sum(b.count(" && CLUSTER_K == ") for b in scales) == sum(1 for w in want if w[0]),
           "as many with SCALE_KB as the files name")
+    # An extra with SWAP_AB 1 lands in a swapped variant (the committed extras have one, split K 4);
+    # one with SCALE_KB is refused, naming why.
+    swaps = [b for b in blocks if b.split("\n")[0].endswith("_swap") or "_swap_" in b.split("\n")[0]]
+    check(any("SPLIT_K == 4" in b and "SWAP_AB == 1" in b for b in swaps), "the swapped extra in a _swap variant")
+    bad = os.path.join(tmp, "extra_scales.json")
+    json.dump([{"why": "t", "params": dict(json.load(open(os.path.join(ROOT, "search_spaces", "menu_extra.json")))[0]["params"],
+                                           SCALE_KB=32)}], open(bad, "w"))
+    r = run(menu, os.path.join(ROOT, "configs"), bad)
+    check(r.returncode != 0 and "cannot take SCALE_KB" in r.stderr, f"an extra with SCALE_KB refused ({r.stderr.strip()[-200:]})")
 
     # A file that leaves optional parameters out: the op's values for them (1 for clusters and KPIPE).
     part = os.path.join(tmp, "part")
