@@ -37,12 +37,24 @@ static geometry geometry_of(const at_config *c) {
                     at_params_get(&p, "CLUSTER_M", 1), at_params_get(&p, "CLUSTER_N", 1)};
 }
 
+/* The CTAs of clusters of cs that the GPU runs at once. A cluster lives in one GPC, and pairs fill
+ * the SMs (two to a TPC), but clusters of four leave SMs idle where a GPC's SM count is not a
+ * multiple of four: the H100 and H200 (132 SMs) hold 30 of them, not 33 (cuOccupancyMaxActiveClusters,
+ * docs/perf.md), and the runtime launches only those (engine/gpu/launch.c). Other SM counts: the same
+ * share of sm_count / cs, an estimate. Counted as 33 slots, the fit took 33 clusters for one wave and
+ * its pick for 2112 x 7168 at M <= 64 (33 clusters of 64 x 64 split four ways) ran 1.39x the best
+ * measured (session 50). */
+static int64_t cluster_slots(int64_t sm_count, int64_t cs) {
+  int64_t clusters = sm_count / cs;
+  if (cs >= 4) clusters = clusters * 10 / 11;
+  return (clusters < 1 ? 1 : clusters) * cs;
+}
+
 static int features_of(const geometry *g, int64_t m, int64_t n, int64_t k, int sm_count, double f[AT_TM_NF]) {
   const int64_t bm = g->bm, bn = g->bn, sk = g->sk, ck = g->ck, cm = g->cm, cn = g->cn, cs = cm * cn * ck;
   if (bm < 1 || bn < 1 || sm_count < 1) return -1;
   if (sk < 1 || ck < 1 || cm < 1 || cn < 1) return -1;
-  int64_t slots = (sm_count / cs) * cs;
-  if (slots < 1) slots = cs;
+  const int64_t slots = cluster_slots(sm_count, cs);
   /* Whole cluster tiles: a CTA of a cluster whose tile lies past M or N still runs. */
   int64_t ctas = cdiv(m, bm * cm) * cm * cdiv(n, bn * cn) * cn * sk * ck;
   double waves = (double)cdiv(ctas, slots), active = (double)(ctas < slots ? ctas : slots);

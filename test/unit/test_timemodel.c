@@ -209,6 +209,17 @@ static void cluster_tiles(void) {
   at_config quad = sm90_config("{\"BLOCK_M\":128,\"BLOCK_N\":128,\"CLUSTER_M\":2,\"CLUSTER_N\":2,\"STAGES\":6}");
   CHECK_EQ_INT(at_tm_features(&quad, 128 * 11, 128 * 11, 1024, 132, f), 0);
   CHECK(f[1] == 2 * 8 && f[4] == 2);
+  /* Clusters of four take 30 at once on 132 SMs, not 33: 33 tiles of 64 x 64 split four ways
+   * (2112 x 7168 at M = 16) are two waves, 30 of them one, with a quarter of the k-blocks each;
+   * pairs hold 66, so 33 pairs are one wave. */
+  at_config k4 = sm90_config("{\"BLOCK_M\":64,\"BLOCK_N\":64,\"CLUSTER_K\":4,\"KPIPE\":2,\"STAGES\":8}");
+  CHECK_EQ_INT(at_tm_features(&k4, 16, 64 * 33, 7168, 132, f), 0);
+  CHECK(f[4] == 2 && f[1] == 2 * 14.0 && f[3] == 2 * 14.0 * 120 / 132);
+  CHECK_EQ_INT(at_tm_features(&k4, 16, 64 * 30, 7168, 132, f), 0);
+  CHECK(f[4] == 1 && f[3] == 14.0 * 120 / 132);
+  at_config k2 = sm90_config("{\"BLOCK_M\":64,\"BLOCK_N\":64,\"CLUSTER_K\":2,\"KPIPE\":2,\"STAGES\":8}");
+  CHECK_EQ_INT(at_tm_features(&k2, 16, 64 * 33, 7168, 132, f), 0);
+  CHECK(f[4] == 1 && f[1] == 28.0);
 }
 
 static int parse_model(const char *text, at_time_model *tm) {
