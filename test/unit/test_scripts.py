@@ -32,7 +32,11 @@
   with exit 2.
 - scripts/menu_space.py: from the committed files, every config once; those that hold their scales
   in shared memory (SCALE_KB) in variants of their own whose SCALE_KB follows K, the others without
-  it; a parameter a file leaves out takes the op's value for it.
+  it; a parameter a file leaves out takes the op's value for it; an extra with SWAP_AB in a swapped
+  variant, one with SCALE_KB refused.
+- scripts/model_add_configs.py: the committed H200 model less its CLUSTER_K 4 entries, with them
+  added back from the committed model, is the committed file byte for byte; nothing new, an unknown
+  parameter and a model of another device refused with exit 2.
 - scripts/slurm/merge_export.sbatch with a stand-in `autotune`: merge then export; with
   AUTOTUNE_JUDGE=1 the merged DB is judged between them, and a judge that fails stops the export.
 - scripts/goal_check.py on compare files made by the test: the goal met on an H100 (exit 0), the same
@@ -470,6 +474,28 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0 and cmds == ["merge", "judge", "export"], f"AUTOTUNE_JUDGE=1: merge, judge, export ({rc}, {cmds})")
     rc, cmds = merge_job(AUTOTUNE_JUDGE="1", FAKE_JUDGE_RC="1")
     check(rc == 1 and cmds == ["merge", "judge"], f"a judge that fails stops the export ({rc}, {cmds})")
+
+# scripts/model_add_configs.py: the H200 model less its CLUSTER_K 4 entries, given them back from itself.
+with tempfile.TemporaryDirectory() as tmp:
+    mac = os.path.join(ROOT, "scripts", "model_add_configs.py")
+    h200 = os.path.join(ROOT, "configs", "NVIDIA_H200-GEMM-A8W8_BLOCKSCALE-model.json")
+    text = open(h200).read()
+    head, body = text.split('"configs": [\n', 1)
+    body, tail = body.rsplit("\n  ]\n}", 1)
+    parts = re.split(r',\n(?=    \{"variant")', body)
+    kept = [b for b in parts if '"CLUSTER_K":4' not in b.replace(" ", "")]
+    check(len(parts) - len(kept) >= 1 and len(parts) == len(json.loads(text)["configs"]),
+          f"the committed H200 model has CLUSTER_K 4 entries ({len(parts)} entries, {len(kept)} without)")
+    less = os.path.join(tmp, "less.json")
+    open(less, "w").write(head + '"configs": [\n' + ",\n".join(kept) + "\n  ]\n}" + tail)
+    r = run(mac, less, h200, "CLUSTER_K=4")
+    check(r.returncode == 0 and r.stdout == text, f"model_add_configs.py: the entries added back, byte for byte ({r.stderr.strip()})")
+    r = run(mac, h200, h200, "CLUSTER_K=4")
+    check(r.returncode == 2 and "is new" in r.stderr, f"model_add_configs.py: nothing new refused ({r.stderr.strip()})")
+    r = run(mac, less, h200, "CK=4")
+    check(r.returncode == 2 and "parameter CK" in r.stderr, f"model_add_configs.py: an unknown parameter refused ({r.stderr.strip()})")
+    r = run(mac, less, os.path.join(ROOT, "configs", "sm90-GEMM-A8W8_BLOCKSCALE-model.json"), "CLUSTER_K=4")
+    check(r.returncode == 2 and "differ in 'device'" in r.stderr, f"model_add_configs.py: another device's model refused ({r.stderr.strip()})")
 
 # scripts/goal_check.py: issue 8's goal from two compare files, made here: met on an H100 (exit 0),
 # the same figures on another GPU (exit 1, said), each criterion failing on its own, bad input (2).
