@@ -12,7 +12,9 @@ the candidates of every K as one config (engine/core/timemodel_fit.h).
 
 EXTRA.json (search_spaces/menu_extra.json): configs to add that no file names, each
 {"why": "...", "params": {...}} with every sm90 parameter: configs measured to win shapes that no
-tuned (N, K) has, which the model could not otherwise pick (docs/perf.md, "Split K at M = 256")."""
+tuned (N, K) has, which the model could not otherwise pick (docs/perf.md, "Split K at M = 256"), or
+that the files stopped naming while the model still picks them. SWAP_AB 1 puts one in a swapped
+variant; SCALE_KB is refused (it follows K: the menu adds each such config's plain form itself)."""
 import collections
 import glob
 import json
