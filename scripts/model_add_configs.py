@@ -28,12 +28,12 @@ def load(path):
 
 def blocks(text, path):
     """The text of each entry of "configs", in order (autotune model writes one entry a block, each
-    starting on its own line with {"variant")."""
+    starting on its own line with {"variant"), and where the array's closing line begins."""
     start, end = text.find('"configs": [\n'), text.rfind("\n  ]\n}")
     if start < 0 or end < start:
         print("model_add_configs.py: %s: not laid out as `autotune model` writes it" % path, file=sys.stderr)
         sys.exit(2)
-    return re.split(r',\n(?=    \{"variant")', text[start + len('"configs": [\n'):end])
+    return re.split(r',\n(?=    \{"variant")', text[start + len('"configs": [\n'):end]), end
 
 
 def key(c):
@@ -62,12 +62,12 @@ def main():
         print("model_add_configs.py: KEY=VALUE: no config of %s has the parameter %s" % (sys.argv[2], ", ".join(unknown)),
               file=sys.stderr)
         sys.exit(2)
-    new_blocks = blocks(new_text, sys.argv[2])
+    new_blocks, _ = blocks(new_text, sys.argv[2])
     if len(new_blocks) != len(new["configs"]):
         print("model_add_configs.py: %s: %d entries read as text, %d as JSON" % (sys.argv[2], len(new_blocks), len(new["configs"])),
               file=sys.stderr)
         sys.exit(2)
-    blocks(old_text, sys.argv[1])
+    _, end = blocks(old_text, sys.argv[1])
     have = {key(c) for c in old["configs"]}
     add = [b for b, c in zip(new_blocks, new["configs"])
            if all(c["params"].get(k) == v for k, v in want.items()) and key(c) not in have]
@@ -75,7 +75,6 @@ def main():
         print("model_add_configs.py: no config of %s matches %s and is new" % (sys.argv[2], " ".join(sys.argv[3:])),
               file=sys.stderr)
         sys.exit(2)
-    end = old_text.rfind("\n  ]\n}")
     out = old_text[:end] + ",\n" + ",\n".join(add) + old_text[end:]
     json.loads(out)  # what was written parses, or nothing is
     sys.stdout.write(out)
