@@ -497,6 +497,39 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run(mac, less, os.path.join(ROOT, "configs", "sm90-GEMM-A8W8_BLOCKSCALE-model.json"), "CLUSTER_K=4")
     check(r.returncode == 2 and "differ in 'device'" in r.stderr, f"model_add_configs.py: another device's model refused ({r.stderr.strip()})")
 
+    # A refit on some of the fit shapes (a menu of configs with their scales in shared memory alone has no
+    # result where K / 128 is not a multiple of 4): the added entries' residuals go back into the committed
+    # order, null where the refit had no shape, as `autotune model` writes them; here the refit is the
+    # committed model cut to the shapes some scales config was measured on (K / 128 a multiple of 4), so
+    # the output is the committed text again, those entries last. A config that differs only in SCALE_KB (the op's shape parameter) is not new.
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    from model_add_configs import resid_text
+    model = json.loads(text)
+    skb = [i for i, c in enumerate(model["configs"]) if c["params"].get("SCALE_KB")]
+    held = [s for s in range(len(model["fit"])) if any(model["configs"][i]["resid"][s] is not None for i in skb)]
+    check(skb and 0 < len(held) < len(model["fit"]), f"the H200 model's scales configs miss some fit shapes ({len(skb)}, {len(held)})")
+    cut = lambda b, c: re.sub(r'"resid": \[[^\]]*\]', lambda _: resid_text([c["resid"][s] for s in held]), b)
+    fit_text = '"fit": ' + json.dumps([model["fit"][s] for s in held])
+    refit_text = head[:head.index('"fit": [')] + fit_text + head[head.index("]]", head.index('"fit": [')) + 2:]
+    refit_text += '"configs": [\n' + ",\n".join(cut(b, c) for b, c in zip(parts, model["configs"])) + "\n  ]\n}" + tail
+    refit = os.path.join(tmp, "refit.json")
+    open(refit, "w").write(refit_text)
+    check(len(json.loads(refit_text)["fit"]) == len(held), "the cut refit parses")
+    scales_less = os.path.join(tmp, "scales_less.json")
+    open(scales_less, "w").write(head + '"configs": [\n' + ",\n".join(b for i, b in enumerate(parts) if i not in skb) + "\n  ]\n}" + tail)
+    r = run(mac, scales_less, refit, "KPIPE=2")
+    moved = [b for i, b in enumerate(parts) if i not in skb] + [parts[i] for i in skb]  # the added ones last
+    check(r.returncode == 0 and r.stdout == head + '"configs": [\n' + ",\n".join(moved) + "\n  ]\n}" + tail,
+          f"model_add_configs.py: scales configs from a refit on fewer shapes, in the committed order ({r.stderr.strip()})")
+    other_kb = refit_text.replace('"SCALE_KB":', '"SCALE_KB":1')  # 8 -> 18, 16 -> 116, ...: the same configs
+    open(refit, "w").write(other_kb)
+    r = run(mac, h200, refit, "KPIPE=2")
+    check(r.returncode == 2 and "is new" in r.stderr, f"model_add_configs.py: SCALE_KB alone makes no config new ({r.stderr.strip()})")
+    wider = os.path.join(tmp, "wider.json")
+    open(wider, "w").write(text)
+    r = run(mac, refit, wider, "KPIPE=2")
+    check(r.returncode == 2 and "fit shapes" in r.stderr, f"model_add_configs.py: a refit on shapes the model lacks refused ({r.stderr.strip()})")
+
 # scripts/goal_check.py: issue 8's goal from two compare files, made here: met on an H100 (exit 0),
 # the same figures on another GPU (exit 1, said), each criterion failing on its own, bad input (2).
 with tempfile.TemporaryDirectory() as tmp:
