@@ -73,6 +73,19 @@ int main(int argc, char **argv) {
   CHECK(strstr(text, " gemm_a8w8_blockscale_mma<") != NULL);
   free(text);
 
+  /* The shipped space on other weights' shapes keeps its scales-in-shared-memory variant, with
+   * SCALE_KB = K / 128 of each (56 at K = 7168, 64 at 8192): it lists every K / 128 the template
+   * holds, not just its own shapes' (session 51). */
+  char *llm = at_path_join(getenv("AT_TEST_SOURCE_ROOT"), "search_spaces/shapes/llm.yaml");
+  CHECK_EQ_INT(run("scale-kb.txt", &text, "list", shipped, "--shapes", llm, "--only",
+                   "deepseek-v3-tp8/decode/kv_a,llama3-70b-tp8/decode/qkv", (const char *)NULL),
+               0);
+  const int at56 = count_of(text, ", 0, 56> shapes"), at64 = count_of(text, ", 0, 64> shapes");
+  CHECK(at56 > 0 && at64 > 0);
+  CHECK_EQ_INT(count_of(text, "\n  sm90_scales {"), at56 + at64);
+  free(text);
+  free(llm);
+
   /* Bad input: exit 2, naming what is wrong. */
   CHECK_EQ_INT(run("bad1.txt", &text, "list", "--max-candidates", "0", tiny, (const char *)NULL), 2);
   CHECK_CONTAINS(text, "--max-candidates");
