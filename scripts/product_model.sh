@@ -88,4 +88,9 @@ print('%s: %s' % ('kept' if kept else 'not kept',
 PY
 cat "$OUT/verdict.txt"
 if grep -q "^kept" "$OUT/verdict.txt"; then cp "$M" "$OUT/fin/"; echo "model: $OUT/fin/$(basename "$M") (copy it into configs/)"
-else echo "model: $M not kept; nothing in $OUT/fin"; fi
+else
+  echo "model: $M not kept; nothing in $OUT/fin"
+  # Configs the committed model lacks (kernels the files took up since its menu run) can still join it
+  # alone: each config is fitted on its own times (docs/usage.md, "Files for another GPU of the same arch").
+  echo "  its configs that the committed model lacks can be added alone: scripts/model_add_configs.py COMMITTED $M KEY=VALUE"
+fi

@@ -290,7 +290,8 @@ with tempfile.TemporaryDirectory() as tmp:
           and "1 faster" in r.stdout and os.path.exists(os.path.join(pm, "out", "cv.txt")),
           f"product_model.sh: the model kept ({r.returncode}: {r.stdout[-400:]} {r.stderr[-300:]})")
     r = pmr("unseen.yaml", FAKE_FACTORS='{"16,5120,5120": 1.03}', DB="out/menu.db")
-    check(r.returncode == 0 and not os.path.exists(fin) and "not kept: a round above 0.995x" in r.stdout and "1 slower" in r.stdout,
+    check(r.returncode == 0 and not os.path.exists(fin) and "not kept: a round above 0.995x" in r.stdout and "1 slower" in r.stdout
+          and "scripts/model_add_configs.py" in r.stdout,
           f"product_model.sh: a slower model not kept ({r.returncode}: {r.stdout[-400:]} {r.stderr[-300:]})")
     r = pmr()
     check(r.returncode == 0 and "not judged" in r.stdout and os.path.exists(os.path.join(pm, "out", "model", model)) and not os.path.exists(fin),
