@@ -502,7 +502,8 @@ with tempfile.TemporaryDirectory() as tmp:
     # result where K / 128 is not a multiple of 4): the added entries' residuals go back into the committed
     # order, null where the refit had no shape, as `autotune model` writes them; here the refit is the
     # committed model cut to the shapes some scales config was measured on (K / 128 a multiple of 4), so
-    # the output is the committed text again, those entries last. A config that differs only in SCALE_KB (the op's shape parameter) is not new.
+    # the output is the committed text again, those entries last. A config that differs only in SCALE_KB
+    # (the op's shape parameter) is not new.
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     from model_add_configs import resid_text
     model = json.loads(text)
