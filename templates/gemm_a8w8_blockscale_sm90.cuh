@@ -632,8 +632,9 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   const int units = args.unit_end > 0 && args.unit_end < tiles * split_k ? args.unit_end : tiles * split_k;
   const int wg = tid / 128;
   const int rank = CLUSTER > 1 ? (int)at_cluster_rank() : 0;
-  // Rank r: k half kr = r / CLUSTER_MN, and (rm, rn) in the cluster tile from r % CLUSTER_MN. The
-  // CTAs of one k half (ranks kbase + [0, CLUSTER_MN)) share tiles by multicast among themselves.
+  // Rank r: k part kr = r / CLUSTER_MN (CLUSTER_K 2 or 4), and (rm, rn) in the cluster tile from
+  // r % CLUSTER_MN. The CTAs of one k part (ranks kbase + [0, CLUSTER_MN)) share tiles by multicast
+  // among themselves.
   const int mn_rank = rank % CLUSTER_MN, kr = CLUSTER_K > 1 ? rank / CLUSTER_MN : 0, kbase = kr * CLUSTER_MN;
   const int rm = mn_rank % CLUSTER_M, rn = mn_rank / CLUSTER_M;
   const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
@@ -788,8 +789,8 @@ __global__ void __launch_bounds__(128 * (1 + at_sm90::math_wgs(BLOCK_M, BLOCK_N,
   const float *const As = (const float *)args.a_scale;
   const float *const Bs = (const float *)args.b_scale;
   unsigned char *const stage_c0 = smem + L::c_off + w * NBUF * L::c_wg;
-  // it: k-blocks taken (stage and phase); xc: exchange chunks (CLUSTER_K 2; with 4 units: parity of xfull and
-  // xfree); pc: passes staged for the store warps (STORE 2: which of the two areas).
+  // it: k-blocks taken (stage and phase); xc: exchange chunks with CLUSTER_K 2, units exchanged with 4
+  // (parity of xfull and xfree); pc: passes staged for the store warps (STORE 2: which of the two areas).
   // su: units whose scales were taken (SCALE_KB: parity of sfull and sempty).
   int it = 0, xc = 0, pc = 0, su = 0;
   const at_u32 peer = (at_u32)(rank + (kr ? -CLUSTER_MN : CLUSTER_MN));  // CLUSTER_K 2: same (rm, rn), other k half
