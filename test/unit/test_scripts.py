@@ -42,8 +42,14 @@
 - scripts/goal_check.py on compare files made by the test: the goal met on an H100 (exit 0), the same
   figures on an H200 not the goal's (1), a shape above 1.10x, a geomean above 0.80x, 1,299 TFLOP/s at
   M = 4096 and a shape without an answer each failing it (1); a run with a DB, files in the wrong
-  slots, one file, a set with shapes left out refused (2)."""
+  slots, one file, a set with shapes left out refused (2).
+- scripts/sass_ffma_hints.py on a cache entry made here (an ELF with one kernel's .text: FFMAs with and
+  without a reuse flag, an FMUL, another instruction): each mode changes exactly the control bits it
+  names, the entry's sha256 header matches its new body, an entry with nothing to change is left
+  byte for byte, a bad mode or directory is exit 2."""
 import glob
+import hashlib
+import struct
 import json
 import os
 import re
@@ -591,6 +597,57 @@ with tempfile.TemporaryDirectory() as tmp:
     lp = compare_file("l.json", "search_spaces/llama3_8b.yaml", llama_shapes[:20])
     r = run(gc, sp, lp)
     check(r.returncode == 2 and "24" in r.stderr, f"goal_check: a set with shapes left out refused ({r.returncode}: {r.stderr})")
+
+# scripts/sass_ffma_hints.py on a cache entry with a hand-made cubin: 16-byte instructions whose high
+# word holds the no-yield bit (45) and the reuse flags (58-61).
+with tempfile.TemporaryDirectory() as tmp:
+    sh = os.path.join(ROOT, "scripts", "sass_ffma_hints.py")
+    NY, RU = 1 << 45, 2 << 58
+    code = [(0x7223, NY | RU), (0x7223, 0), (0x7223, NY | RU), (0x7220, 0), (0x7210, 0), (0x7223, NY | RU)]
+
+    def elf(insns):
+        names = b"\0.shstrtab\0.text.k\0"
+        text = b"".join(struct.pack("<QQ", lo, hi) for lo, hi in insns)
+        t_off = 64 + ((len(names) + 15) // 16) * 16
+        sh_off = t_off + len(text)
+        head = bytearray(64)
+        head[:7] = b"\x7fELF\x02\x01\x01"
+        struct.pack_into("<Q", head, 0x28, sh_off)
+        struct.pack_into("<HHH", head, 0x3A, 64, 3, 1)
+        shdr = lambda name, off, size: struct.pack("<IIQQQQIIQQ", name, 1, 0, 0, off, size, 0, 0, 16, 0)
+        return bytes(head + names.ljust(t_off - 64, b"\0") + text + bytes(64) + shdr(1, 64, len(names)) + shdr(11, t_off, len(text)))
+
+    def entry(insns):
+        body = b"lowered=k\nregs=168\n\n" + elf(insns)
+        return b"AUTOTUNE-CUBIN 1\nsha256=%s\nsize=%d\n\n" % (hashlib.sha256(body).hexdigest().encode(), len(body)) + body
+
+    def after(mode, insns=code):
+        d = os.path.join(tmp, mode, "ab")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "ab12.cubin")
+        open(path, "wb").write(entry(insns))
+        r = run(sh, os.path.dirname(d), mode)
+        data = open(path, "rb").read()
+        head, body = data.split(b"\n\n", 1)
+        ok = head.split(b"\n")[1] == b"sha256=" + hashlib.sha256(body).hexdigest().encode()
+        e = body[body.index(b"\x7fELF"):]
+        t = struct.unpack_from("<Q", e, 0x28)[0] - 16 * len(insns)
+        return r, ok, [struct.unpack_from("<Q", e, t + 16 * i + 8)[0] for i in range(len(insns))], data
+
+    want = {"yield": [0, 0, 0, 0, 0, 0], "yield-half": [0, 0, NY | RU, 0, 0, 0],
+            "yield-first": [0, 0, NY | RU, 0, 0, NY | RU], "no-yield": [NY | RU, NY, NY | RU, 0, 0, NY | RU],
+            "no-yield-fmul": [NY | RU, NY, NY | RU, NY, 0, NY | RU]}
+    for mode, his in want.items():
+        r, ok, got, _ = after(mode)
+        check(r.returncode == 0 and ok and got == his and ("k: " in r.stdout),
+              f"sass_ffma_hints.py {mode}: control words {[hex(h) for h in got]}, want {[hex(h) for h in his]}; header ok {ok} ({r.stdout}{r.stderr})")
+    plain = [(0x7210, NY), (0x7223, 0)]
+    r, ok, got, data = after("yield", plain)
+    check(r.returncode == 0 and data == entry(plain) and r.stdout == "", "sass_ffma_hints.py: nothing to change leaves the entry as it was")
+    r = run(sh, tmp, "fast")
+    check(r.returncode == 2 and "usage" in r.stderr, f"sass_ffma_hints.py: a bad mode is exit 2 ({r.returncode})")
+    r = run(sh, os.path.join(tmp, "none"), "yield")
+    check(r.returncode == 2 and "CACHE_DIR" in r.stderr, f"sass_ffma_hints.py: a missing directory is exit 2 ({r.returncode})")
 
 print(f"{checks} checks, {failed} failed")
 sys.exit(1 if failed else 0)
