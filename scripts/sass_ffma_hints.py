@@ -17,7 +17,7 @@ MODE
   no-yield       every FFMA that may yield is told not to (reuse flags unchanged)
   no-yield-fmul  the same for FFMA and FMUL (0x220, 0x820: the rescale's multiplies)
 
-The cubins are the ELF files after each cache entry's header (docs/design.md, the compile cache);
+The cubins are the ELF files after each cache entry's header (docs/formats.md, the compile cache entry);
 the header's sha256 is written again, so the runtime serves the rewritten kernels as its own.
 Warm a cache with `autotune warm --cache DIR`, copy it, rewrite the copy, and run `compare` with
 AUTOTUNE_CACHE set to each in turn. Prints, per rewritten kernel, how many instructions changed.
