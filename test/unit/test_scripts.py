@@ -49,10 +49,10 @@
   byte for byte, a bad mode or directory is exit 2."""
 import glob
 import hashlib
-import struct
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
