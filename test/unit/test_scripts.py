@@ -17,6 +17,9 @@
 - scripts/product_configs.sh, end to end with a stand-in for `autotune`: the tune, the export, the
   candidate file (the export's entries over the arch file), the rounds and the kept entry; a missing
   shape file and ROUNDS 0 refused with exit 2.
+- scripts/goal_session.sh with the stand-in: the llama step's kept file copied into configs/, the
+  spaces and weights the llama and shipped steps tune, a goal step on compares goal_check.py refuses
+  (exit 1), a bad step name (exit 2, nothing run).
 - scripts/product_model.sh, end to end with the stand-in: the menu of the committed files (templates by
   absolute path) run on the three shape lists, the fit, the rounds; the model kept when faster in every
   round, not when a round is slower; without SHAPES fitted and not judged; bad input exit 2.
@@ -123,7 +126,8 @@ elif a[0] == 'model':
         open(os.path.join(opt('--out'), 'NVIDIA_H200-GEMM-A8W8_BLOCKSCALE-model.json'), 'w').write('{"fitted on": "%s"}' % opt('--db'))
 else:
     open(opt('--db'), 'w').close()
-    if 'FAKE_TUNED' in os.environ: open(os.environ['FAKE_TUNED'], 'w').write(a[0])  # the space tuned
+    if 'FAKE_TUNED' in os.environ:  # the space tuned: the first YAML named that is not --shapes'
+        open(os.environ['FAKE_TUNED'], 'w').write(next(x for x in a if x.endswith('.yaml') and x != opt('--shapes')))
     print('results: ok 1')
 """)
     os.chmod(path, 0o755)
@@ -266,6 +270,39 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 2 and "SHAPES: no file 'nope.yaml'" in r.stderr, f"product_configs.sh: a missing shape file refused ({r.stderr.strip()})")
     r = pcr("space.yaml", "shapes.yaml", ROUNDS="0")
     check(r.returncode == 2 and "ROUNDS" in r.stderr, f"product_configs.sh: ROUNDS 0 refused ({r.stderr.strip()})")
+
+    # goal_session.sh with the stand-in as $B/autotune: `llama` tunes the Llama-3-8B space on its own
+    # 24 shapes and copies the kept product file into configs/; `shipped` tunes the shipped space on
+    # the scale-kb weights and ck4-decode's two others, keeping nothing here; `goal` stops (exit 1) on
+    # compare files goal_check.py refuses; a bad step is exit 2 before anything runs.
+    gs = os.path.join(tmp, "gs")
+    os.makedirs(os.path.join(gs, "configs")), os.makedirs(os.path.join(gs, "b"))
+    for d in ("scripts", "search_spaces", "docs"):
+        os.symlink(os.path.abspath(os.path.join(ROOT, d)), os.path.join(gs, d))
+    with open(os.path.join(gs, "configs", os.path.basename(f)), "w") as fh:
+        fh.write(text)
+    os.symlink(fake_pc, os.path.join(gs, "b", "autotune"))
+    tuned = os.path.join(gs, "tuned")
+    gsr = lambda *steps: subprocess.run(["bash", os.path.join(ROOT, "scripts", "goal_session.sh")] + list(steps), cwd=gs,
+                                        env=dict(os.environ, B="b", OUT="out", FAKE_EXPORT=kx, FAKE_CAND="/cand", FAKE_TUNED=tuned,
+                                                 FAKE_FACTORS='{"2048,28672,4096": 0.95}'), capture_output=True, text=True)
+    weights = lambda p: re.findall(r"N: (\d+), K: (\d+), M: \[", open(os.path.join(gs, "out", p)).read())
+    r = gsr("llama")
+    got = open(os.path.join(gs, "configs", pname)).read() if os.path.exists(os.path.join(gs, "configs", pname)) else None
+    check(r.returncode == 0 and got == relabel(newer) and "llama: 1 files kept" in r.stdout,
+          f"goal_session.sh llama: the kept product file copied into configs/ ({r.returncode}: {r.stdout[-300:]} {r.stderr[-300:]})")
+    check(weights("llama-shapes.yaml") == [("6144", "4096"), ("4096", "4096"), ("28672", "4096"), ("4096", "14336")]
+          and open(tuned).read() == "search_spaces/llama3_8b.yaml", "goal_session.sh llama: the Llama-3-8B space on its four weights")
+    r = gsr("shipped")
+    w = weights("shipped-shapes.yaml")
+    check(r.returncode == 0 and "shipped: 0 files kept" in r.stdout and open(tuned).read() == "search_spaces/a8w8_blockscale.yaml"
+          and len(w) == len(set(w)) == 11 and ("1024", "3072") in w and ("4608", "7168") in w,
+          f"goal_session.sh shipped: the shipped space on eleven weights ({r.returncode}: {w} {r.stderr[-300:]})")
+    r = gsr("goal")
+    check(r.returncode == 1 and "goal_check.py refused" in r.stderr, f"goal_session.sh goal: refused compares stop it ({r.returncode}: {r.stderr[-300:]})")
+    r = gsr("build", "tune")
+    check(r.returncode == 2 and "not 'tune'" in r.stderr and "=== build" not in r.stdout,
+          f"goal_session.sh: a bad step refused before any runs ({r.returncode}: {r.stderr.strip()})")
 
     # product_model.sh end to end with the stand-in: the menu of the committed files (templates by
     # absolute path) run on three shape lists, the fit, and two rounds; the model kept where the
