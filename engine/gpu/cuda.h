@@ -24,6 +24,8 @@
   X(CtxSetCurrent, cuCtxSetCurrent, "cuCtxSetCurrent")                                                                 \
   X(CtxGetCurrent, cuCtxGetCurrent, "cuCtxGetCurrent")                                                                 \
   X(CtxGetDevice, cuCtxGetDevice, "cuCtxGetDevice")                                                                    \
+  X(CtxGetId, cuCtxGetId, "cuCtxGetId")                                                                                \
+  X(DevicePrimaryCtxReset, cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset_v2")                                      \
   X(CtxSynchronize, cuCtxSynchronize, "cuCtxSynchronize")                                                              \
   X(ModuleLoadData, cuModuleLoadData, "cuModuleLoadData")                                                              \
   X(ModuleUnload, cuModuleUnload, "cuModuleUnload")                                                                    \
@@ -85,6 +87,30 @@ const char *at_cu_error_name(CUresult r);
 const char *at_cu_error_text(CUresult r);
 
 #define CU_CHECK(expr) AT_API_CHECK("CUDA", CUresult, expr, CUDA_SUCCESS, at_cu_error_name, at_cu_error_text)
+
+/* A context instance: the driver's handle and its id. The id is unique for the process's life; the
+ * handle is not: a reset primary context (cudaDeviceReset) keeps its handle and gets a new id, and a
+ * context made after another was destroyed may get the old one's handle. What was made in a context
+ * (modules, device memory) dies with it, so caches of such things key on the id. */
+typedef struct at_ctx_ref {
+  CUcontext handle;
+  unsigned long long id;
+} at_ctx_ref;
+
+/* The current context (AT_ERR_RUNTIME without one). */
+static inline int at_ctx_current(at_ctx_ref *out) {
+  if (at_cu->CtxGetCurrent(&out->handle) != CUDA_SUCCESS || !out->handle)
+    return at_fail(AT_ERR_RUNTIME, "no current CUDA context: make one current (cudaSetDevice or cuCtxSetCurrent) first");
+  CU_CHECK(at_cu->CtxGetId(out->handle, &out->id));
+  return AT_OK;
+}
+
+/* Is c's context instance still there (not destroyed, not reset since)? Only then may what was made
+ * in it be freed: after a reset its addresses may hold the new context's memory. */
+static inline int at_ctx_alive(const at_ctx_ref *c) {
+  unsigned long long id = 0;
+  return c->handle && at_cu && at_cu->CtxGetId(c->handle, &id) == CUDA_SUCCESS && id == c->id;
+}
 
 /* Errors after which the context is unusable: the process must end. */
 int at_cu_is_sticky(CUresult r);

@@ -23,19 +23,22 @@ int at_gpu_open(int ordinal, at_gpu *g) {
   return AT_OK;
 }
 
-/* Support modules loaded so far, per context and file: check.c, peak.c and scrub.c all use
- * at_check.cu, which a process then compiles (from the cache) and loads once. None is unloaded. A
- * process making GPU calls does so from one thread (the worker's), so no lock. */
+/* Support modules loaded so far, per context instance (by id: a reset context's modules are gone)
+ * and file: check.c, peak.c and scrub.c all use at_check.cu, which a process then compiles (from the
+ * cache) and loads once. None is unloaded. A process making GPU calls does so from one thread (the
+ * worker's), so no lock. */
 enum { MAX_SUPPORT = 8 };
 static struct {
-  CUcontext ctx;
+  unsigned long long ctx_id;
   char file[64];
   CUmodule mod;
 } g_support[MAX_SUPPORT];
 
 int at_gpu_support_module(const at_gpu *g, const char *file, CUmodule *out) {
+  unsigned long long ctx_id = 0;
+  CU_CHECK(at_cu->CtxGetId(g->ctx, &ctx_id));
   for (int i = 0; i < MAX_SUPPORT; i++)
-    if (g_support[i].mod && g_support[i].ctx == g->ctx && strcmp(g_support[i].file, file) == 0) {
+    if (g_support[i].mod && g_support[i].ctx_id == ctx_id && strcmp(g_support[i].file, file) == 0) {
       *out = g_support[i].mod;
       return AT_OK;
     }
@@ -60,8 +63,8 @@ int at_gpu_support_module(const at_gpu *g, const char *file, CUmodule *out) {
   at_jit_result_free(&r);
   CU_CHECK(cr);
   for (int i = 0; i < MAX_SUPPORT; i++)
-    if (!g_support[i].mod && strlen(file) < sizeof g_support[i].file) {
-      g_support[i].ctx = g->ctx, g_support[i].mod = *out;
+    if ((!g_support[i].mod || i == MAX_SUPPORT - 1) && strlen(file) < sizeof g_support[i].file) {
+      g_support[i].ctx_id = ctx_id, g_support[i].mod = *out; /* full: the last slot is reused */
       snprintf(g_support[i].file, sizeof g_support[i].file, "%s", file);
       break;
     }

@@ -2,8 +2,9 @@
  *
  * Invariants:
  *  - Lookups go through an immutable hash table of entries keyed by (op, device key, N, K); the
- *    device key is the CUDA context for launches, or an interned device name for
- *    at_runtime_select. Readers load the table with acquire and never lock. A new entry is made
+ *    device key is the CUDA context instance for launches (an interned record of its id: a context
+ *    reset by cudaDeviceReset keeps its handle but is a new instance, whose kernels and workspaces
+ *    are made anew), or an interned device name for at_runtime_select. Readers load the table with acquire and never lock. A new entry is made
  *    under the mutex, into a copy of the table that is then published.
  *  - Entries live until at_runtime_close (the strings at_runtime_select returns point into them).
  *    Tables are retired when replaced and freed a minute later: a reader holds one for the length
@@ -54,7 +55,7 @@ enum { MAX_DEVNAMES = 32, MAX_WARNED = 64, TABLE_GRACE_S = 60 };
 
 typedef struct rt_kernel {
   uint64_t serial; /* unique for the process's lifetime: a freed kernel's address may be reused */
-  CUcontext ctx;
+  at_ctx_ref ctx;  /* the context instance its module was loaded in */
   char *name_expr;
   at_config cfg;
   CUmodule mod;      /* NULL when it shares another entry's (owns_module 0) */
@@ -63,6 +64,7 @@ typedef struct rt_kernel {
   at_a8w8_plan plan; /* the family's launch protocol, from this config's parameters */
   int sm_count;      /* of the context's device: persistent grids are sized by it */
   char *error; /* set when it cannot be compiled or loaded: every launch fails with this */
+  _Atomic int tail_warned; /* as a tail that cannot launch: said once, and no lock taken again */
   struct rt_kernel *next;
 } rt_kernel;
 
@@ -79,6 +81,12 @@ typedef struct rt_entry {
   char entry_name[AT_MAX_ENTRIES][16]; /* "small", ..., "M_LEQ_512" */
   _Atomic(rt_kernel *) tail[3][2]; /* the tail configs' kernels (tile, CLUSTER_K - 1) on this entry's context */
 } rt_entry;
+
+/* A context instance's key: one record per driver context id, for the runtime's life. */
+typedef struct rt_ctx_key {
+  unsigned long long id;
+  struct rt_ctx_key *next;
+} rt_ctx_key;
 
 typedef struct rt_table {
   size_t cap, count;
@@ -106,11 +114,13 @@ struct at_runtime {
   int stopping;
   char *devnames[MAX_DEVNAMES];
   _Atomic int ndevnames;
+  _Atomic(struct rt_ctx_key *) ctx_keys; /* pushed under the mutex, read without it */
   char *warned[MAX_WARNED];
   int nwarned;
 };
 
 static _Thread_local char tl_error[1024];
+static _Thread_local int tl_status; /* of the last rt_fail: what a NULL from get_entry meant */
 
 const char *at_runtime_last_error(void) { return tl_error; }
 
@@ -120,7 +130,7 @@ static int rt_fail(int status, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(tl_error, sizeof tl_error, fmt, ap);
   va_end(ap);
-  return status;
+  return tl_status = status;
 }
 
 /* ---- warnings, once each (mutex held) --------------------------------------------------------- */
@@ -385,6 +395,7 @@ static int switch_mode(int given, const char *option, const char *upper, const c
 
 int at_runtime_open(const at_runtime_options *o, at_runtime **out) {
   static _Atomic uint64_t next_serial = 1;
+  if (!out) return rt_fail(AT_STATUS_INVALID, "at_runtime_open: out must not be NULL");
   *out = NULL;
   at_runtime_options none = {0};
   if (!o) o = &none;
@@ -435,7 +446,7 @@ void at_runtime_close(at_runtime *rt) {
   free(rt->entries);
   for (rt_kernel *k = rt->kernels; k;) {
     rt_kernel *next = k->next;
-    if (k->mod && k->owns_module && at_cu) at_cu->ModuleUnload(k->mod);
+    if (k->mod && k->owns_module && at_ctx_alive(&k->ctx)) at_cu->ModuleUnload(k->mod); /* else gone with it */
     free(k->name_expr);
     free(k->error);
     free(k);
@@ -443,6 +454,11 @@ void at_runtime_close(at_runtime *rt) {
   }
   at_ws_pool_free(rt->workspaces);
   for (int i = 0; i < atomic_load(&rt->ndevnames); i++) free(rt->devnames[i]);
+  for (rt_ctx_key *c = atomic_load(&rt->ctx_keys); c;) {
+    rt_ctx_key *next = c->next;
+    free(c);
+    c = next;
+  }
   for (int i = 0; i < rt->nwarned; i++) free(rt->warned[i]);
   at_store_close(rt->db);
   pthread_cond_destroy(&rt->stop_cv);
@@ -471,32 +487,61 @@ static const char *intern_device(at_runtime *rt, const char *name) {
   return r;
 }
 
-static int current_ctx(CUcontext *ctx) {
+/* The current context instance, and its key for the entry table. */
+static int current_ctx(at_runtime *rt, at_ctx_ref *ctx, const void **key) {
   const at_cuda_api *cu;
-  if (at_cuda_load(&cu)) return rt_fail(AT_STATUS_ERROR, "%s", at_errmsg());
-  if (cu->CtxGetCurrent(ctx) != CUDA_SUCCESS || !*ctx)
-    return rt_fail(AT_STATUS_ERROR, "no current CUDA context: make one current (cudaSetDevice or cuCtxSetCurrent) first");
+  if (at_cuda_load(&cu) || at_ctx_current(ctx)) return rt_fail(AT_STATUS_ERROR, "%s", at_errmsg());
+  static _Thread_local uint64_t tl_rt;
+  static _Thread_local unsigned long long tl_id;
+  static _Thread_local const rt_ctx_key *tl_key;
+  if (tl_rt == rt->serial && tl_id == ctx->id) return *key = tl_key, AT_STATUS_OK;
+  const rt_ctx_key *c = atomic_load_explicit(&rt->ctx_keys, memory_order_acquire);
+  while (c && c->id != ctx->id) c = c->next;
+  if (!c) {
+    pthread_mutex_lock(&rt->mu);
+    rt_ctx_key *n = atomic_load_explicit(&rt->ctx_keys, memory_order_relaxed);
+    while (n && n->id != ctx->id) n = n->next;
+    if (!n) {
+      n = at_xcalloc(1, sizeof *n);
+      n->id = ctx->id;
+      n->next = atomic_load_explicit(&rt->ctx_keys, memory_order_relaxed);
+      atomic_store_explicit(&rt->ctx_keys, n, memory_order_release);
+    }
+    pthread_mutex_unlock(&rt->mu);
+    c = n;
+  }
+  tl_rt = rt->serial, tl_id = ctx->id, tl_key = c;
+  *key = c;
+  return AT_STATUS_OK;
+}
+
+/* The GEMM's N and K as the op takes them; fn names the caller in the message. */
+static int check_nk(const char *fn, int64_t n, int64_t k) {
+  if (n < 8 || n % 8 || n > (1 << 28))
+    return rt_fail(AT_STATUS_INVALID, "%s: n must be a positive multiple of 8, at most 2^28 (got %lld)", fn, (long long)n);
+  if (k < 128 || k % 128 || k > (1 << 30))
+    return rt_fail(AT_STATUS_INVALID, "%s: k must be a positive multiple of 128, at most 2^30 (got %lld)", fn, (long long)k);
   return AT_STATUS_OK;
 }
 
 int at_runtime_select(at_runtime *rt, const char *op_name, int64_t m, int64_t n, int64_t k, const char *device,
                       at_selection *out) {
   if (!rt || !op_name || !out) return rt_fail(AT_STATUS_INVALID, "at_runtime_select: rt, op and out must not be NULL");
-  if (m < 1 || n < 1 || k < 1) return rt_fail(AT_STATUS_INVALID, "at_runtime_select: M, N and K must be positive");
+  if (m < 1 || m > (1 << 28)) return rt_fail(AT_STATUS_INVALID, "at_runtime_select: m must be from 1 to 2^28 (got %lld)", (long long)m);
+  int rc = check_nk("at_runtime_select", n, k);
+  if (rc) return rc;
   if (strcmp(op_name, op_name_of(0)) != 0) return rt_fail(AT_STATUS_INVALID, "at_runtime_select: unknown op '%s'", op_name);
   const void *dev;
   int is_ctx = device == NULL;
   if (is_ctx) {
-    CUcontext ctx;
-    int rc = current_ctx(&ctx);
-    if (rc) return rc;
-    dev = ctx;
+    at_ctx_ref ctx;
+    if ((rc = current_ctx(rt, &ctx, &dev))) return rc;
   } else {
     dev = intern_device(rt, device);
     if (!dev) return rt_fail(AT_STATUS_ERROR, "at_runtime_select: too many device names");
   }
   rt_entry *e = get_entry(rt, 0, dev, is_ctx, n, k);
-  if (!e) return AT_STATUS_INVALID;
+  if (!e) return tl_status; /* INVALID for a lookup that failed on its input, ERROR for CUDA */
   int b;
   const at_config *c = at_config_for_m(&e->lookup.set, m, &b);
   if (!c) return rt_fail(AT_STATUS_ERROR, "%s has no config for M=%lld", e->lookup.path, (long long)m);
@@ -537,9 +582,9 @@ static int same_launch(const at_config *a, const at_config *b) {
 /* The module and function of name_expr from template_name, loaded on the current context (ctx) into
  * k; borrowed from another entry of the registry that loaded it already. On failure k->error says
  * why. */
-static void load_module(at_runtime *rt, CUcontext ctx, rt_kernel *k, const char *arch) {
+static void load_module(at_runtime *rt, const at_ctx_ref *ctx, rt_kernel *k, const char *arch) {
   for (rt_kernel *o = rt->kernels; o; o = o->next)
-    if (o != k && o->ctx == ctx && o->fn && strcmp(o->name_expr, k->name_expr) == 0 &&
+    if (o != k && o->ctx.id == ctx->id && o->fn && strcmp(o->name_expr, k->name_expr) == 0 &&
         strcmp(o->cfg.template_name, k->cfg.template_name) == 0) {
       k->mod = o->mod;
       k->fn = o->fn;
@@ -597,14 +642,14 @@ static int device_arch(CUdevice *dev_out, char arch[16]) {
  * shared cache) and loaded now. A failure is kept too, so that it is not retried on every call.
  * An entry is per config, so that configs of one instantiation that differ in launch parameters
  * each launch with their own; they share the module (load_module). */
-static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, const at_config *cfg,
+static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, const at_ctx_ref *ctx, const at_config *cfg,
                               const char *name_expr) {
   for (rt_kernel *k = rt->kernels; k; k = k->next)
-    if (k->ctx == ctx && strcmp(k->name_expr, name_expr) == 0 && same_launch(&k->cfg, cfg)) return k;
+    if (k->ctx.id == ctx->id && strcmp(k->name_expr, name_expr) == 0 && same_launch(&k->cfg, cfg)) return k;
   static _Atomic uint64_t next_serial = 1;
   rt_kernel *k = at_xcalloc(1, sizeof *k);
   k->serial = atomic_fetch_add(&next_serial, 1);
-  k->ctx = ctx;
+  k->ctx = *ctx;
   k->cfg = *cfg;
   k->name_expr = at_xstrdup(name_expr);
   k->next = rt->kernels;
@@ -637,7 +682,7 @@ static rt_kernel *load_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, co
 /* The kernel of tail config `tile` with CLUSTER_K ck on ctx (gemm_a8w8_blockscale_tail.h): the main
  * config's template with the tail's entry and parameters, kept in the entry once loaded (the
  * registry shares it between entries). A kernel that failed is returned too: its error says why. */
-static rt_kernel *tail_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, rt_entry *e, const rt_kernel *main_kern,
+static rt_kernel *tail_kernel(at_runtime *rt, const at_op *op, const at_ctx_ref *ctx, rt_entry *e, const rt_kernel *main_kern,
                               int tile, int ck) {
   _Atomic(rt_kernel *) *slot = &e->tail[tile][ck - 1];
   rt_kernel *k = atomic_load_explicit(slot, memory_order_acquire);
@@ -664,7 +709,7 @@ static rt_kernel *tail_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, rt
 }
 
 /* entry_kernel's first use of a slot: loaded under the mutex (another thread may have done it). */
-static rt_kernel *entry_kernel_load(at_runtime *rt, const at_op *op, CUcontext ctx, rt_entry *e, int entry,
+static rt_kernel *entry_kernel_load(at_runtime *rt, const at_op *op, const at_ctx_ref *ctx, rt_entry *e, int entry,
                                     const at_config *cfg) {
   _Atomic(rt_kernel *) *slot = &e->kernel[e->slot[entry]];
   pthread_mutex_lock(&rt->mu);
@@ -680,14 +725,15 @@ static rt_kernel *entry_kernel_load(at_runtime *rt, const at_op *op, CUcontext c
 /* The kernel of entry `entry` (a bucket or M_LEQ entry of e's config set, config cfg) on ctx: its
  * slot's, loaded on first use. A kernel that failed is returned too: its error says why. Inline:
  * on the launch path it is one atomic load once the slot is set. */
-static inline rt_kernel *entry_kernel(at_runtime *rt, const at_op *op, CUcontext ctx, rt_entry *e, int entry,
+static inline rt_kernel *entry_kernel(at_runtime *rt, const at_op *op, const at_ctx_ref *ctx, rt_entry *e, int entry,
                                       const at_config *cfg) {
   rt_kernel *kern = atomic_load_explicit(&e->kernel[e->slot[entry]], memory_order_acquire);
   return kern ? kern : entry_kernel_load(rt, op, ctx, e, entry, cfg);
 }
 
 /* A tail that cannot launch leaves its calls to the main config alone: said once on stderr. */
-static void tail_warn(at_runtime *rt, const rt_kernel *tk) {
+static void tail_warn(at_runtime *rt, rt_kernel *tk) {
+  if (atomic_exchange(&tk->tail_warned, 1)) return; /* the launch geometry is recomputed at every new shape */
   pthread_mutex_lock(&rt->mu);
   g_warn_rt = rt;
   char msg[1200];
@@ -713,15 +759,6 @@ static CUresult launch_or_plain(at_runtime *rt, CUfunction fn, const at_launch *
 
 static int aligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
 
-/* The GEMM's N and K as the op takes them; fn names the caller in the message. */
-static int check_nk(const char *fn, int64_t n, int64_t k) {
-  if (n < 8 || n % 8 || n > (1 << 28))
-    return rt_fail(AT_STATUS_INVALID, "%s: n must be a positive multiple of 8, at most 2^28 (got %lld)", fn, (long long)n);
-  if (k < 128 || k % 128 || k > (1 << 30))
-    return rt_fail(AT_STATUS_INVALID, "%s: k must be a positive multiple of 128, at most 2^30 (got %lld)", fn, (long long)k);
-  return AT_STATUS_OK;
-}
-
 int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale, const void *b, const float *b_scale,
                             void *c, int64_t m, int64_t n, int64_t k, void *stream) {
   static const char *const FN = "at_gemm_a8w8_blockscale";
@@ -737,15 +774,16 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
 
   static _Thread_local const at_op *op;
   if (!op) op = at_op_find(op_name_of(0));
-  CUcontext ctx;
-  rc = current_ctx(&ctx);
+  at_ctx_ref ctx;
+  const void *key;
+  rc = current_ctx(rt, &ctx, &key);
   if (rc) return rc;
-  rt_entry *e = get_entry(rt, 0, ctx, 1, n, k);
+  rt_entry *e = get_entry(rt, 0, key, 1, n, k);
   if (!e) return AT_STATUS_ERROR;
   int entry; /* M_LEQ_<m> of the smallest tuned M >= m, or a bucket: a read of the immutable entry */
   const at_config *cfg = at_config_for_m(&e->lookup.set, m, &entry);
   if (!cfg) return rt_fail(AT_STATUS_ERROR, "%s: no config for M=%lld in %s", FN, (long long)m, e->lookup.path);
-  rt_kernel *kern = entry_kernel(rt, op, ctx, e, entry, cfg);
+  rt_kernel *kern = entry_kernel(rt, op, &ctx, e, entry, cfg);
   if (kern->error) return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, kern->error);
 
   /* The launch geometry and tail of the last (kernel, shape) this thread launched: inference repeats
@@ -768,7 +806,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
     if (rt->tail == AT_TAIL_ON)
       at_a8w8_tail_plan(kern->cfg.family, &p, &shape, kern->sm_count, whole, &tl_tail);
     if (rt->tail == AT_TAIL_ON && tl_tail.split) {
-      rt_kernel *tk = tail_kernel(rt, op, ctx, e, kern, tl_tail.tile, tl_tail.cluster_k);
+      rt_kernel *tk = tail_kernel(rt, op, &ctx, e, kern, tl_tail.tile, tl_tail.cluster_k);
       const char *tnames[AT_MAX_PARAMS];
       at_params tp = at_config_params(&tk->cfg, tnames);
       at_shape ts = {m - tl_tail.m0, n - tl_tail.n0, k};
@@ -791,7 +829,7 @@ int at_gemm_a8w8_blockscale(at_runtime *rt, const void *a, const float *a_scale,
   const at_launch L = tl_launch;
   rt_kernel *const tk = tl_tail_kern;
   at_ws_lease ws = {0, 0, 0, 0};
-  if (L.ws_counters && at_ws_acquire(rt->workspaces, ctx, (CUstream)stream, L.ws_counters, L.ws_partial_bytes, &ws))
+  if (L.ws_counters && at_ws_acquire(rt->workspaces, &ctx, (CUstream)stream, L.ws_counters, L.ws_partial_bytes, &ws))
     return rt_fail(AT_STATUS_ERROR, "%s: %s", FN, at_errmsg());
   at_gemm_a8w8_blockscale_args args = {(uintptr_t)a, (uintptr_t)a_scale, (uintptr_t)b, (uintptr_t)b_scale, (uintptr_t)c,
                                        ws.partials, ws.counters, (int)m, (int)n, (int)k, (int)ws.ncounters};
@@ -848,10 +886,11 @@ int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k
   if (rc) return rc;
   if (m_max < 1 || m_max > PREPARE_MAX_M)
     return rt_fail(AT_STATUS_INVALID, "%s: m_max must be from 1 to 2^20 (got %lld)", FN, (long long)m_max);
-  CUcontext ctx;
-  if ((rc = current_ctx(&ctx))) return rc;
+  at_ctx_ref ctx;
+  const void *key;
+  if ((rc = current_ctx(rt, &ctx, &key))) return rc;
   const at_op *op = at_op_find(op_name);
-  rt_entry *e = get_entry(rt, 0, ctx, 1, n, k);
+  rt_entry *e = get_entry(rt, 0, key, 1, n, k);
   if (!e) return AT_STATUS_ERROR;
 
   /* What the calls at M = 1 .. m_max launch: the entries of the config set they take, and the
@@ -900,7 +939,7 @@ int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k
   char error[1024] = "";
   for (int i = 0; i < AT_MAX_ENTRIES; i++) {
     if (slot_entry[i] < 0) continue;
-    rt_kernel *kern = entry_kernel(rt, op, ctx, e, slot_entry[i], at_config_entry(&e->lookup.set, slot_entry[i]));
+    rt_kernel *kern = entry_kernel(rt, op, &ctx, e, slot_entry[i], at_config_entry(&e->lookup.set, slot_entry[i]));
     if (kern->error && !error[0]) snprintf(error, sizeof error, "%s", kern->error);
     ready += !kern->error;
   }
@@ -911,9 +950,9 @@ int at_runtime_prepare(at_runtime *rt, const char *op_name, int64_t n, int64_t k
     for (int c = 0; c < 2; c++)
       for (int entry = 0; entry < AT_MAX_ENTRIES; entry++) {
         if (!calls.tail[t][c][entry]) continue;
-        rt_kernel *kern = entry_kernel(rt, op, ctx, e, entry, at_config_entry(&e->lookup.set, entry));
+        rt_kernel *kern = entry_kernel(rt, op, &ctx, e, entry, at_config_entry(&e->lookup.set, entry));
         if (kern->error) continue; /* said above; another entry may serve */
-        ready += !tail_kernel(rt, op, ctx, e, kern, t, c + 1)->error;
+        ready += !tail_kernel(rt, op, &ctx, e, kern, t, c + 1)->error;
         break;
       }
   if (kernels) *kernels = ready;

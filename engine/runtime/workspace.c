@@ -32,14 +32,14 @@ typedef struct ws_chunk {
 } ws_chunk;
 
 typedef struct ws_arena {
-  CUcontext ctx;
+  at_ctx_ref ctx; /* matched by id: a reset context is another one */
   _Atomic(ws_chunk *) cur;
   _Atomic int low; /* the current chunk is half used (or missing): the next eager launch refills */
   struct ws_arena *next;
 } ws_arena;
 
 typedef struct ws_stream {
-  CUcontext ctx;
+  at_ctx_ref ctx;
   unsigned long long stream_id;
   ws_arena *arena; /* the context's */
   _Atomic(ws_buf *) cur;
@@ -65,9 +65,10 @@ void at_ws_pool_free(at_ws_pool *pool) {
   if (!pool) return;
   for (ws_stream *s = atomic_load(&pool->streams); s;) {
     ws_stream *next = s->next;
+    const int alive = at_ctx_alive(&s->ctx); /* else its memory went with it, and the addresses may be reused */
     for (ws_buf *b = atomic_load(&s->cur); b;) {
       ws_buf *older = b->older;
-      if (at_cu) at_cu->MemFree(b->ptr);
+      if (alive) at_cu->MemFree(b->ptr);
       free(b);
       b = older;
     }
@@ -76,9 +77,10 @@ void at_ws_pool_free(at_ws_pool *pool) {
   }
   for (ws_arena *a = atomic_load(&pool->arenas); a;) {
     ws_arena *next = a->next;
+    const int alive = at_ctx_alive(&a->ctx);
     for (ws_chunk *c = atomic_load(&a->cur); c;) {
       ws_chunk *older = c->older;
-      if (at_cu) at_cu->MemFree(c->ptr);
+      if (alive) at_cu->MemFree(c->ptr);
       free(c);
       c = older;
     }
@@ -90,16 +92,16 @@ void at_ws_pool_free(at_ws_pool *pool) {
 }
 
 /* The context's arena record, made under the mutex when new (without memory yet: low is set). */
-static ws_arena *arena_of(at_ws_pool *pool, CUcontext ctx) {
+static ws_arena *arena_of(at_ws_pool *pool, const at_ctx_ref *ctx) {
   for (ws_arena *a = atomic_load_explicit(&pool->arenas, memory_order_acquire); a; a = a->next)
-    if (a->ctx == ctx) return a;
+    if (a->ctx.id == ctx->id) return a;
   pthread_mutex_lock(&pool->mu);
   ws_arena *a = atomic_load_explicit(&pool->arenas, memory_order_relaxed);
   for (; a; a = a->next)
-    if (a->ctx == ctx) break;
+    if (a->ctx.id == ctx->id) break;
   if (!a) {
     a = at_xcalloc(1, sizeof *a);
-    a->ctx = ctx;
+    a->ctx = *ctx;
     atomic_init(&a->low, 1);
     a->next = atomic_load_explicit(&pool->arenas, memory_order_relaxed);
     atomic_store_explicit(&pool->arenas, a, memory_order_release);
@@ -149,7 +151,7 @@ static CUdeviceptr arena_slice(at_ws_pool *pool, ws_arena *a, int64_t counters) 
 
 /* Inside a capture: partials (and, without arena room, counters zeroed by a memset node) from
  * the graph's own memory. */
-static int graph_workspace(at_ws_pool *pool, CUcontext ctx, CUstream stream, int64_t counters, size_t partial_bytes,
+static int graph_workspace(at_ws_pool *pool, const at_ctx_ref *ctx, CUstream stream, int64_t counters, size_t partial_bytes,
                            at_ws_lease *out) {
   CUdeviceptr slice = arena_slice(pool, arena_of(pool, ctx), counters);
   size_t counter_bytes = slice ? 0 : at_ws_bytes(counters, 0);
@@ -168,17 +170,17 @@ static int graph_workspace(at_ws_pool *pool, CUcontext ctx, CUstream stream, int
 }
 
 /* The stream's record, made under the mutex when new. */
-static ws_stream *stream_record(at_ws_pool *pool, CUcontext ctx, unsigned long long id) {
+static ws_stream *stream_record(at_ws_pool *pool, const at_ctx_ref *ctx, unsigned long long id) {
   for (ws_stream *s = atomic_load_explicit(&pool->streams, memory_order_acquire); s; s = s->next)
-    if (s->stream_id == id && s->ctx == ctx) return s;
+    if (s->stream_id == id && s->ctx.id == ctx->id) return s;
   ws_arena *arena = arena_of(pool, ctx);
   pthread_mutex_lock(&pool->mu);
   ws_stream *s = atomic_load_explicit(&pool->streams, memory_order_relaxed);
   for (; s; s = s->next)
-    if (s->stream_id == id && s->ctx == ctx) break;
+    if (s->stream_id == id && s->ctx.id == ctx->id) break;
   if (!s) {
     s = at_xcalloc(1, sizeof *s);
-    s->ctx = ctx;
+    s->ctx = *ctx;
     s->stream_id = id;
     s->arena = arena;
     s->next = atomic_load_explicit(&pool->streams, memory_order_relaxed);
@@ -216,7 +218,7 @@ static int grow(at_ws_pool *pool, ws_stream *s, CUstream stream, int64_t counter
   return rc;
 }
 
-int at_ws_acquire(at_ws_pool *pool, CUcontext ctx, CUstream stream, int64_t counters, size_t partial_bytes,
+int at_ws_acquire(at_ws_pool *pool, const at_ctx_ref *ctx, CUstream stream, int64_t counters, size_t partial_bytes,
                   at_ws_lease *out) {
   CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
   CUresult r = at_cu->StreamIsCapturing(stream, &cs);
@@ -232,13 +234,13 @@ int at_ws_acquire(at_ws_pool *pool, CUcontext ctx, CUstream stream, int64_t coun
   if (r != CUDA_SUCCESS) return at_fail(AT_ERR_RUNTIME, "cuStreamGetId: %s", at_cu_error_name(r));
   /* The stream this thread used last, without walking the list. */
   static _Thread_local uint64_t tl_pool;
-  static _Thread_local CUcontext tl_ctx;
+  static _Thread_local unsigned long long tl_ctx;
   static _Thread_local unsigned long long tl_id;
   static _Thread_local ws_stream *tl_rec;
-  ws_stream *s = tl_pool == pool->serial && tl_ctx == ctx && tl_id == id ? tl_rec : NULL;
+  ws_stream *s = tl_pool == pool->serial && tl_ctx == ctx->id && tl_id == id ? tl_rec : NULL;
   if (!s) {
     s = stream_record(pool, ctx, id);
-    tl_pool = pool->serial, tl_ctx = ctx, tl_id = id, tl_rec = s;
+    tl_pool = pool->serial, tl_ctx = ctx->id, tl_id = id, tl_rec = s;
   }
   if (atomic_load_explicit(&s->arena->low, memory_order_relaxed)) AT_TRY(refill_arena(pool, s->arena, stream));
   ws_buf *b = atomic_load_explicit(&s->cur, memory_order_acquire);

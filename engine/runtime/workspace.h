@@ -3,6 +3,8 @@
  * Every launch that splits K gets counters and partials as templates/gemm_a8w8_blockscale_args.h
  * says: counters that are zero when the launch starts, whatever ran before on any stream, and that
  * no launch that may run at the same time shares; partials that no concurrent launch shares.
+ *  - Everything here belongs to a context instance (at_ctx_ref: by the driver's context id, so a
+ *    context reset by cudaDeviceReset, whose handle stays, starts with nothing of the old one's).
  *  - Outside stream capture, both belong to one stream, found by the driver's stream id (unique
  *    for the life of the process: a new stream that reuses a destroyed stream's handle gets its
  *    own). Launches on a stream run in order and each leaves its counters at zero, so the next
@@ -20,7 +22,10 @@
  *    eagerly in the context), the counters too come from the graph, zeroed by a memset node at
  *    each replay: correct, a microsecond or two slower.
  *    So a framework has nothing to do: no warm-up on the capturing stream, no workspace of its own.
- * The fast path (a stream seen before, a buffer large enough) takes no lock and allocates nothing. */
+ * The fast path (a stream seen before, a buffer large enough) takes no lock and allocates nothing;
+ * the exception is the arena's making and refill (refill_arena: 1 MiB, and a wait on the calling
+ * stream for its zeroing), by the first split-K launch outside capture in a context and the first
+ * after captures have used half of it. */
 #ifndef AT_RUNTIME_WORKSPACE_H
 #define AT_RUNTIME_WORKSPACE_H
 
@@ -32,7 +37,8 @@
 typedef struct at_ws_pool at_ws_pool;
 
 at_ws_pool *at_ws_pool_new(void);
-/* Frees every buffer (the caller guarantees no launch or graph still uses them). */
+/* Frees every buffer (the caller guarantees no launch or graph still uses them) of the contexts still
+ * there: a destroyed or reset context took its memory with it. */
 void at_ws_pool_free(at_ws_pool *pool);
 
 /* What one launch gets. graph_memory: bytes allocated inside a capture, to be released by
@@ -45,7 +51,7 @@ typedef struct at_ws_lease {
 
 /* Counters (at least `counters`) and `partial_bytes` of partials for a launch on `stream` of the
  * current context ctx. Fails with a message (AT_ERR_RUNTIME). */
-int at_ws_acquire(at_ws_pool *pool, CUcontext ctx, CUstream stream, int64_t counters, size_t partial_bytes,
+int at_ws_acquire(at_ws_pool *pool, const at_ctx_ref *ctx, CUstream stream, int64_t counters, size_t partial_bytes,
                   at_ws_lease *out);
 int at_ws_release(const at_ws_lease *lease, CUstream stream);
 

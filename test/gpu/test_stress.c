@@ -26,9 +26,11 @@
  *   - a second runtime answering from a tuning DB (made by the autotune binary, argv[2]) that is
  *     rewritten three times while two threads call it, each time so that another config wins: the
  *     runtime must switch within five seconds;
- *   - finally, with a second GPU (said and skipped without one), a pool of the same kinds on GPU 1
+ *   - with a second GPU (said and skipped without one), a pool of the same kinds on GPU 1
  *     and the threads' eager calls and graphs again, half of the threads on each GPU at once, all
- *     through the one at_runtime (a serving process that drives several GPUs).
+ *     through the one at_runtime (a serving process that drives several GPUs);
+ *   - finally, the primary context reset (cudaDeviceReset) under the open runtime, and a new pool
+ *     called on the default stream, a new one and in a graph.
  * The whole sequence runs once per launch mode (a test each, argv[1]): plain launches, and
  * programmatic dependent launch, where a kernel may start while the one before it on the stream
  * (often the previous call) still runs.
@@ -1176,6 +1178,59 @@ static void two_devices(void) {
   CUX(at_cu->CtxSetCurrent(D[0].g.ctx));
 }
 
+/* The primary context reset in the middle of the process (what cudaDeviceReset does): what the
+ * runtime made in the old context (modules, split-K workspaces, the arena of captured launches'
+ * counters) went with it, though the context keeps its handle, and the driver may hand the freed
+ * addresses to the new context's allocations. Calls after the reset, on split-K and plain problems,
+ * on the default stream and a new one, eager and captured, must make their own and be right; the
+ * runtime's close must not free the new context's memory (the pool is freed after it and checked). */
+static void context_reset(void) {
+  const CUcontext before = D[0].g.ctx;
+  unsigned long long id_before = 0, id_after = 0;
+  CUX(at_cu->CtxGetId(before, &id_before));
+  for (int i = 0; i < D[0].np; i++) free(D[0].p[i].ref), free(D[0].p[i].absref); /* their device memory goes */
+  D[0].np = 0;
+  CUX(at_cu->DevicePrimaryCtxReset(D[0].g.dev));
+  device_open(0, &D[0]);
+  CUX(at_cu->CtxGetId(D[0].g.ctx, &id_after));
+  fprintf(stderr, "stress: primary context reset: handle %s, id %llu -> %llu\n", D[0].g.ctx == before ? "kept" : "new",
+          id_before, id_after);
+  CHECK(id_after != id_before);
+  CUR = &D[0];
+  make_pool(SEED + 1);
+  CUstream s;
+  CUdeviceptr out;
+  const size_t elems = max_out_elems();
+  unsigned short *host = at_xmalloc(elems * 2);
+  CUX(at_cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUX(at_cu->MemAlloc(&out, elems * 2));
+  int split = 0;
+  for (int i = 0; i < CUR->np; i++) {
+    const problem *p = &CUR->p[i];
+    split += p->split;
+    for (int on = 0; on < 2; on++) /* the legacy default stream, then a new one */
+      if (gemm(p, out, on ? s : NULL, "after the context reset", i) == AT_STATUS_OK) {
+        CUX(at_cu->StreamSynchronize(on ? s : NULL));
+        check_output(p, out, host, "after the context reset", i);
+      }
+  }
+  CHECK(split > 0);
+  const problem *p = NULL;
+  for (int i = 0; i < CUR->np && !p; i++)
+    if (CUR->p[i].split) p = &CUR->p[i];
+  CUgraphExec g = p ? capture(p, out, s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, "capture after the context reset", NULL) : NULL;
+  for (int round = 0; g && round < 2; round++) {
+    CUX(at_cu->MemsetD16Async(out, 0x7fc0, (size_t)(p->m * p->n), s));
+    CUX(at_cu->GraphLaunch(g, s));
+    CUX(at_cu->StreamSynchronize(s));
+    check_output(p, out, host, "replay after the context reset", round);
+  }
+  if (g) at_cu->GraphExecDestroy(g);
+  CUX(at_cu->StreamDestroy(s));
+  at_cu->MemFree(out);
+  free(host);
+}
+
 int main(int argc, char **argv) {
   /* argv[1]: the runtime's launch mode, "off" or "on" (AT_PDL_*); default the library's. argv[2]:
    * the autotune binary, for the DB phase (skipped without it). */
@@ -1248,6 +1303,7 @@ int main(int argc, char **argv) {
   prepared(dir);
   warmed(argc > 2 ? argv[2] : NULL, dir);
   two_devices();
+  context_reset();
 
   fprintf(stderr,
           "stress: %d eager calls (%d split-K, %d on untuned (N, K); %d on per-thread default streams, %d of them "
@@ -1259,7 +1315,13 @@ int main(int argc, char **argv) {
   CHECK(untuned > 0);
   CHECK(own >= calls / 6 && own_split > 0);
   at_runtime_close(RT);
-  for (int i = 0; i < CUR->np; i++) free_problem(&CUR->p[i]);
+  /* The pool's memory is the new context's: still there after the runtime's close, whose workspaces
+   * of the old context it must not have freed (a MemFree of an address of the pool would fail here). */
+  for (int i = 0; i < CUR->np; i++) {
+    CHECK(at_cu->MemFree(CUR->p[i].a) == CUDA_SUCCESS && at_cu->MemFree(CUR->p[i].b) == CUDA_SUCCESS);
+    CUR->p[i].a = CUR->p[i].b = 0;
+    free_problem(&CUR->p[i]);
+  }
   free(dir), free(src);
   return check_summary();
 }

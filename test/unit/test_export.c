@@ -940,6 +940,13 @@ static void runtime_lookups(const char *db, const char *dir) {
   CHECK_EQ_INT(at_runtime_select(rt, "nope", 48, 1024, 1024, "sm90", &sel), AT_STATUS_INVALID);
   CHECK_CONTAINS(at_runtime_last_error(), "unknown op");
   CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 0, 1024, 1024, "sm90", &sel), AT_STATUS_INVALID);
+  /* N and K as the op takes them, as at a launch: no entry made for a shape no call could run. */
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 48, 1020, 1024, "sm90", &sel), AT_STATUS_INVALID);
+  CHECK_CONTAINS(at_runtime_last_error(), "at_runtime_select: n must be a positive multiple of 8");
+  CHECK_EQ_INT(at_runtime_select(rt, "gemm_a8w8_blockscale", 48, 1024, 1000, "sm90", &sel), AT_STATUS_INVALID);
+  CHECK_CONTAINS(at_runtime_last_error(), "at_runtime_select: k must be a positive multiple of 128");
+  CHECK_EQ_INT(at_runtime_open(&o, NULL), AT_STATUS_INVALID);
+  CHECK_CONTAINS(at_runtime_last_error(), "at_runtime_open: out must not be NULL");
   /* at_runtime_prepare checks its arguments before it touches CUDA, and needs a current context. */
   int ready = -1;
   CHECK_EQ_INT(at_runtime_prepare(rt, "nope", 1024, 1024, 64, &ready), AT_STATUS_INVALID);
