@@ -961,6 +961,10 @@ int cmd_compare(int argc, char **argv) {
       rc = at_fail(AT_ERR_INPUT, "--json %s is the results file of a provider; it would be overwritten", o.json);
   if (rc == AT_OK && o.json && at_same_file(o.json, space->path))
     rc = at_fail(AT_ERR_INPUT, "--json %s is the search space; it would be overwritten", o.json);
+  if (rc == AT_OK && o.json) {
+    const char *files[] = {o.shapes, o.db, NULL};
+    rc = at_check_output("--json", o.json, o.shapes ? files : files + 1, 0);
+  }
   if (rc) goto out;
   R.reps = at_xcalloc(space->nshapes, sizeof *R.reps);
   R.rounds = R.nlive ? (int)o.rounds : 1; /* files are read once */

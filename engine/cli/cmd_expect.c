@@ -245,6 +245,10 @@ static int record(const options *o) {
   memset(&S, 0, sizeof S);
   char out[512];
   int rc = AT_OK;
+  if (o->out) { /* a place to write it, and not over the DB or the space: before any measuring */
+    const char *in[] = {db, o->space, NULL};
+    if ((rc = at_check_output("--out", o->out, in, 1))) goto done; /* it makes --out's directory */
+  }
   if (o->space) {
     if ((rc = at_space_load(o->space, &space))) goto done;
     settings_of_space(space, &f.settings);

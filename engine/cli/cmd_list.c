@@ -175,6 +175,19 @@ int cmd_list(int argc, char **argv) {
   at_space *space = NULL;
   AT_TRY(at_space_load(o.space, &space));
   at_enum *e = NULL;
+  if (o.json && strcmp(o.json, "-") != 0) { /* not over the space, its templates or the shapes */
+    const char **in = at_xcalloc(space->nvariants + 3, sizeof *in);
+    size_t n = 0;
+    in[n++] = o.space;
+    if (o.shapes) in[n++] = o.shapes;
+    for (size_t v = 0; v < space->nvariants; v++) in[n++] = space->variants[v].template_path;
+    rc = at_check_output("--json", o.json, in, 0);
+    free(in);
+    if (rc) {
+      at_space_free(space);
+      return rc;
+    }
+  }
   rc = at_space_use_shapes(space, o.shapes, o.only);
   if (rc == AT_OK) rc = at_enumerate(space, &lim, o.max_candidates, &e);
   size_t kernels = 0;
@@ -183,8 +196,8 @@ int cmd_list(int argc, char **argv) {
     char *json = o.json ? json_of(space, e, kernels, o.arch) : NULL;
     if (!json || strcmp(o.json, "-") != 0) print_text(space, e, kernels, o.arch);
     if (json && strcmp(o.json, "-") == 0) fputs(json, stdout);
-    else if (json && at_write_file_atomic(o.json, json, strlen(json)))
-      rc = at_fail(AT_ERR_RUNTIME, "list: --json %s: %s", o.json, at_errmsg());
+    else if (json && (rc = at_write_file_atomic(o.json, json, strlen(json))))
+      rc = at_fail(rc, "list: --json %s: %s", o.json, at_errmsg());
     free(json);
   }
   at_enum_free(e);

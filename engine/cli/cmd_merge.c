@@ -5,10 +5,12 @@
  * Order matters as in tune: every input is checked before OUT is opened, so a refused merge leaves
  * no trace, and a merge that fails later leaves OUT as it was (one transaction; an OUT that this
  * command created is removed). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../core/store.h"
@@ -57,9 +59,12 @@ int cmd_merge(int argc, char **argv) {
   size_t n = (size_t)(argc - optind);
   for (size_t i = 0; i < n; i++)
     if (!at_file_exists(inputs[i])) return at_fail(AT_ERR_INPUT, "merge: %s: no such DB", inputs[i]);
+  struct stat sb; /* OUT is a DB file or nothing yet: a failed merge removes what it created, nothing else */
+  if (stat(out_path, &sb) == 0 && !S_ISREG(sb.st_mode))
+    return at_fail(AT_ERR_INPUT, "merge: --db %s exists and is not a file (a DB is written there)", out_path);
   AT_TRY(at_merge_check(out_path, inputs, n, force));
 
-  int created = !at_file_exists(out_path);
+  int created = lstat(out_path, &sb) != 0 && errno == ENOENT;
   at_store *out = NULL;
   at_merge_stats st;
   int rc = at_store_open(out_path, &out);

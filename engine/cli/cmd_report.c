@@ -104,11 +104,19 @@ static int parse_options(int argc, char **argv, options *o) {
   if (o->f.only && !o->f.shapes_file) return at_fail(AT_ERR_INPUT, "--only chooses groups of a --shapes file; give the file");
   o->f.shapes = (const int64_t(*)[3])o->shape;
   if (!at_file_exists(o->db)) return at_fail(AT_ERR_INPUT, "report: --db: no DB at %s", o->db);
-  /* Outputs must not be the DB (an atomic write would replace it). */
+  /* Outputs must not be the DB (an atomic write would replace it), nor another input, nor each other. */
   const char *outs[2] = {o->csv, o->plot}, *names[2] = {"--csv", "--plot"};
   for (int i = 0; i < 2; i++)
     if (outs[i] && at_same_file(outs[i], o->db))
       return at_fail(AT_ERR_INPUT, "%s %s is the DB; the report would overwrite it", names[i], outs[i]);
+  const char *in[MAX_RESULTS + 3] = {o->db};
+  int n = 1;
+  if (o->f.shapes_file) in[n++] = o->f.shapes_file;
+  for (int i = 0; i < o->nresults; i++) in[n++] = o->results[i];
+  for (int i = 0; i < 2; i++)
+    if (outs[i]) AT_TRY(at_check_output(names[i], outs[i], in, 0));
+  if (o->csv && o->plot && at_same_file(o->csv, o->plot))
+    return at_fail(AT_ERR_INPUT, "--csv and --plot name one file (%s)", o->csv);
   return AT_OK;
 }
 

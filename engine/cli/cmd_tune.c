@@ -141,6 +141,7 @@ static int parse_options(int argc, char **argv, options *o) {
     return at_fail(AT_ERR_INPUT, optind >= argc ? "tune: missing SPACE.yaml (see --help)"
                                                 : "tune: expected one SPACE.yaml, got more arguments (see --help)");
   o->space = argv[optind];
+  if (!o->db[0]) return at_fail(AT_ERR_INPUT, "tune: --db: the path is empty (the results need a DB file)");
   if (at_pdl_env() < 0) return at_fail(AT_ERR_INPUT, "AUTOTUNE_PDL must be off or on (got '%s')", getenv("AUTOTUNE_PDL"));
   if (o->arch) {
     at_limits l;
@@ -192,6 +193,8 @@ static int select_gpus(const char *list, const at_device_info *all, int nall, at
  * run does not exist yet). */
 static int check_output(const options *o, const at_space *space) {
   if (!o->summary_json) return AT_OK;
+  const char *files[] = {o->shapes, NULL}; /* and a place to write it: before the run, not after */
+  AT_TRY(at_check_output("--summary-json", o->summary_json, files, 0));
   char *inputs[4] = {at_xstrdup(o->db), at_xasprintf("%s-wal", o->db), at_xasprintf("%s-shm", o->db),
                      at_xasprintf("%s-journal", o->db)};
   const char *what = NULL, *path = NULL;

@@ -266,6 +266,8 @@ int cmd_warm(int argc, char **argv) {
   if (!op || strcmp(op_name, "gemm_a8w8_blockscale") != 0)
     return at_fail(AT_ERR_INPUT, "warm: --op: '%s' is not an op the runtime launches (gemm_a8w8_blockscale)", op_name);
   if (only && !shapes) return at_fail(AT_ERR_INPUT, "warm: --only chooses groups of a --shapes file; none given");
+  if (cache && !cache[0]) return at_fail(AT_ERR_INPUT, "warm: --cache: the directory is empty (give one, or leave it out)");
+  if (configs && !configs[0]) return at_fail(AT_ERR_INPUT, "warm: --configs: the directory is empty (give one, or leave it out)");
   if (optind == argc && !shapes) return at_fail(AT_ERR_INPUT, "warm: no N,K given, nor --shapes (see --help)");
   at_shape_list file = {0};
   if (shapes) {

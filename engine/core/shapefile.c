@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "shapeset.h"
 #include "space.h"
 #include "util.h"
 
@@ -81,7 +82,7 @@ static int read_header(const char *path, int lineno, span line, const span *f, i
 
 /* One data line: its shape checked against the op and against the shapes before it. */
 static int read_row(const char *path, int lineno, const span *f, const int col[4], const at_op *op,
-                    at_shape_list *out, int **line_of, size_t *cap) {
+                    at_shape_list *out, int **line_of, size_t *cap, at_shapeset *seen) {
   int64_t v[3];
   for (int d = 0; d < 3; d++) {
     char text[64];
@@ -104,19 +105,20 @@ static int read_row(const char *path, int lineno, const span *f, const int col[4
   at_shape sh = {v[0], v[1], v[2]};
   int dim = 0, rc = AT_OK;
   if (op->check_shape(&sh, &dim)) rc = at_fail(AT_ERR_INPUT, "%s:%d: %s", path, lineno, at_errmsg());
-  for (size_t i = 0; i < out->n && rc == AT_OK; i++)
-    if (out->shapes[i].m == sh.m && out->shapes[i].n == sh.n && out->shapes[i].k == sh.k)
-      rc = at_fail(AT_ERR_INPUT, "%s:%d: shape M=%lld N=%lld K=%lld is listed twice (first on line %d)", path, lineno,
-                   (long long)sh.m, (long long)sh.n, (long long)sh.k, (*line_of)[i]);
-  if (rc) {
-    free(name);
-    return rc;
-  }
-  if (out->n == *cap) {
+  if (rc == AT_OK && out->n == *cap) {
     *cap = *cap ? 2 * *cap : 64;
     out->shapes = at_xrealloc(out->shapes, sizeof *out->shapes * *cap);
     out->names = at_xrealloc(out->names, sizeof *out->names * *cap);
     *line_of = at_xrealloc(*line_of, sizeof **line_of * *cap);
+  }
+  if (rc == AT_OK) out->shapes[out->n] = sh; /* in place for the set; counted only once it is new */
+  long first = rc == AT_OK ? at_shapeset_add(seen, out->shapes, out->n) : -1;
+  if (first >= 0)
+    rc = at_fail(AT_ERR_INPUT, "%s:%d: shape M=%lld N=%lld K=%lld is listed twice (first on line %d)", path, lineno,
+                 (long long)sh.m, (long long)sh.n, (long long)sh.k, (*line_of)[first]);
+  if (rc) {
+    free(name);
+    return rc;
   }
   (*line_of)[out->n] = lineno;
   out->names[out->n] = name;
@@ -129,6 +131,7 @@ int at_shapes_parse_csv(const char *path, const char *text, const at_op *op, at_
   int col[4], nheader = 0, lineno = 0, rc = AT_OK;
   int *line_of = NULL; /* the line of each shape, for "listed twice" */
   size_t cap = 0;
+  at_shapeset seen = {0};
   span *f = at_xcalloc(CSV_MAX_FIELDS, sizeof *f);
   if (strncmp(text, "\xEF\xBB\xBF", 3) == 0) text += 3; /* the byte-order mark some spreadsheets write */
   for (const char *p = text; *p && rc == AT_OK;) {
@@ -147,13 +150,14 @@ int at_shapes_parse_csv(const char *path, const char *text, const at_op *op, at_
       rc = at_fail(AT_ERR_INPUT, "%s:%d: %d comma-separated field%s where the header has %d", path, lineno, nf,
                    nf == 1 ? "" : "s", nheader);
     } else {
-      rc = read_row(path, lineno, f, col, op, out, &line_of, &cap);
+      rc = read_row(path, lineno, f, col, op, out, &line_of, &cap, &seen);
     }
   }
   if (rc == AT_OK && out->n == 0)
     rc = at_fail(AT_ERR_INPUT, "%s:%d: no shapes: a CSV shapes file is the header M,N,K and one line per shape", path,
                  lineno ? lineno : 1);
   free(line_of);
+  at_shapeset_free(&seen);
   free(f);
   if (rc) at_shape_list_free(out);
   return rc;

@@ -15,6 +15,7 @@
 #include "limits.h"
 #include "proto.h"
 #include "sha256.h"
+#include "shapeset.h"
 #include "util.h"
 #include "yamltree.h"
 
@@ -22,6 +23,7 @@ typedef struct loader {
   const char *path;
   at_space *s;
   const at_ydoc *doc;
+  at_shapeset seen; /* s's shapes, for "listed twice" */
 } loader;
 
 static int err_at(loader *L, const at_ynode *n, const char *fmt, ...) AT_PRINTF(3, 4);
@@ -311,12 +313,13 @@ static int add_shape(loader *L, const at_ynode *const at[3], int64_t m, int64_t 
   at_shape sh = {m, n, k};
   int dim = 0;
   if (s->op->check_shape(&sh, &dim)) return err_at(L, at[dim >= 0 && dim < 3 ? dim : 0], "%s", at_errmsg());
-  for (size_t i = 0; i < s->nshapes; i++)
-    if (s->shapes[i].m == m && s->shapes[i].n == n && s->shapes[i].k == k)
-      return err_at(L, at[0], "shape M=%lld N=%lld K=%lld is listed twice%s%s%s", (long long)m, (long long)n,
-                    (long long)k, s->shape_names[i] ? " (first in the group '" : "",
-                    s->shape_names[i] ? s->shape_names[i] : "", s->shape_names[i] ? "')" : "");
   s->shapes = at_xrealloc(s->shapes, sizeof(at_shape) * (s->nshapes + 1));
+  s->shapes[s->nshapes] = sh; /* in place for the set; counted only once it is new */
+  long i = at_shapeset_add(&L->seen, s->shapes, s->nshapes);
+  if (i >= 0)
+    return err_at(L, at[0], "shape M=%lld N=%lld K=%lld is listed twice%s%s%s", (long long)m, (long long)n,
+                  (long long)k, s->shape_names[i] ? " (first in the group '" : "",
+                  s->shape_names[i] ? s->shape_names[i] : "", s->shape_names[i] ? "')" : "");
   s->shape_names = at_xrealloc(s->shape_names, sizeof(char *) * (s->nshapes + 1));
   s->shape_names[s->nshapes] = name ? at_xstrdup(name) : NULL;
   s->shapes[s->nshapes++] = sh;
@@ -439,7 +442,8 @@ static int load_root(loader *L, const at_ynode *root) {
   if (!(s->op = at_op_find(s->op_name))) return err_at(L, n, "unknown op '%s' (known: %s)", s->op_name, at_op_names());
   if (!(n = require(L, root, "tag", "a search space", &rc))) return rc;
   AT_TRY(get_string(L, n, "tag", &s->tag));
-  if (!is_tag_name(s->tag)) return err_at(L, n, "tag '%s' must be letters, digits and _ (it names files)", s->tag);
+  if (!is_tag_name(s->tag) || strlen(s->tag) > 64) /* <device>-GEMM-<tag>-N=...-K=....json stays a file name */
+    return err_at(L, n, "tag '%.80s' must be 1 to 64 letters, digits and _ (it names files)", s->tag);
   if ((n = at_ymap_get(root, "seed"))) {
     int64_t seed;
     AT_TRY(get_int(L, n, "seed", &seed));
@@ -489,8 +493,9 @@ int at_space_load(const char *path, at_space **out) {
   int rc = at_yaml_parse(path, text, size, &doc);
   free(text);
   if (rc == AT_OK) {
-    loader L = {path, s, doc};
+    loader L = {path, s, doc, {0}};
     rc = load_root(&L, doc->root);
+    at_shapeset_free(&L.seen);
   }
   at_yaml_free(doc);
   if (rc) {
@@ -518,7 +523,7 @@ int at_space_load_shapes(const char *path, const at_op *op, at_shape **shapes, c
   int rc = at_yaml_parse(path, text, size, &doc);
   free(text);
   if (rc == AT_OK) {
-    loader L = {path, &tmp, doc};
+    loader L = {path, &tmp, doc, {0}};
     const at_ynode *root = doc->root, *list = root;
     if (!root)
       rc = at_fail(AT_ERR_INPUT, "%s:1:1: the file is empty; a shapes file lists shape groups like {N: 4096, K: 4096, M: [16, 64]}",
@@ -526,6 +531,7 @@ int at_space_load_shapes(const char *path, const at_op *op, at_shape **shapes, c
     else if (root->kind == AT_Y_SCALAR || (root->kind == AT_Y_MAP && !(list = at_ymap_get(root, "shapes"))))
       rc = err_at(&L, root, "a shapes file is a list of shape groups, or a mapping with the key 'shapes'");
     if (rc == AT_OK) rc = load_shapes(&L, list);
+    at_shapeset_free(&L.seen);
   }
   at_yaml_free(doc);
   if (rc || !names) free_names(tmp.shape_names, tmp.nshapes);

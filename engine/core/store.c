@@ -237,6 +237,18 @@ static int open_common(const char *path, int flags, at_store **out) {
   return AT_OK;
 }
 
+/* A DB that failed to open, said plainly where the cause is the file's (run-time failures, as a
+ * corrupt or foreign DB is: exit 1): a file that is not an SQLite database, one the process may not
+ * write. Else the SQLite message, with the path. */
+static int open_failure(at_store *s, const char *path, int rc, int writing) {
+  const int ec = s->db ? sqlite3_errcode(s->db) : 0;
+  if (ec == SQLITE_NOTADB) return at_fail(AT_ERR_RUNTIME, "%s: not an SQLite database (not a DB autotune wrote)", path);
+  if (writing && (ec == SQLITE_READONLY || ec == SQLITE_CANTOPEN || ec == SQLITE_PERM))
+    return at_fail(AT_ERR_RUNTIME, "%s: the DB cannot be written here (%s)", path, sqlite3_errstr(ec));
+  at_errctx("%s", path);
+  return rc;
+}
+
 int at_store_open(const char *path, at_store **out) {
   char *dir = at_dirname(path);
   int rc = at_mkdirs(dir);
@@ -247,7 +259,7 @@ int at_store_open(const char *path, at_store **out) {
   rc = at_store_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
   if (rc == AT_OK) rc = at_store_tx(s, create_schema, NULL);
   if (rc) {
-    at_errctx("%s", path);
+    rc = open_failure(s, path, rc, 1);
     at_store_close(s);
     *out = NULL;
   }
@@ -264,6 +276,8 @@ int at_store_open_readonly(const char *path, at_store **out) {
   if (rc == AT_OK && (version < AT_STORE_SCHEMA_OLDEST_READ || version > AT_STORE_SCHEMA_VERSION))
     rc = at_fail(AT_ERR_RUNTIME, "%s: DB schema version %lld, this autotune reads versions %d to %d", path,
                  (long long)version, AT_STORE_SCHEMA_OLDEST_READ, AT_STORE_SCHEMA_VERSION);
+  else if (rc)
+    rc = open_failure(s, path, rc, 0);
   if (rc) {
     at_store_close(s);
     *out = NULL;

@@ -170,7 +170,39 @@ int at_read_file(const char *path, size_t max_size, char **data, size_t *size) {
   return AT_OK;
 }
 
+/* A device or FIFO (/dev/null, /dev/stdout, a pipe) is written in place: a rename over it would put
+ * a regular file where the node was (as root, /dev/null itself). */
+static int write_in_place(const char *path, const void *data, size_t size) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return at_fail(AT_ERR_RUNTIME, "%s: %s", path, strerror(errno));
+  for (const char *p = data; size;) {
+    ssize_t w = write(fd, p, size);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      int rc = at_fail(AT_ERR_RUNTIME, "%s: write: %s", path, strerror(errno));
+      close(fd);
+      return rc;
+    }
+    p += w;
+    size -= (size_t)w;
+  }
+  close(fd);
+  return AT_OK;
+}
+
 int at_write_file_atomic(const char *path, const void *data, size_t size) {
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return at_fail(AT_ERR_INPUT, "%s: is a directory", path);
+    if (!S_ISREG(st.st_mode)) return write_in_place(path, data, size);
+    char *real = realpath(path, NULL); /* a link to a file: the file is replaced, the link stays */
+    if (real && strcmp(real, path) != 0) {
+      int rc = at_write_file_atomic(real, data, size);
+      free(real);
+      return rc;
+    }
+    free(real);
+  }
   /* Unique per host, process and call: threads, and processes on several nodes sharing a cache on
    * a network filesystem, may write the same path at once (the last rename wins, and every version
    * is whole). The host name keeps two nodes whose processes have the same pid apart; O_EXCL makes
@@ -272,6 +304,25 @@ int at_same_file(const char *a, const char *b) {
   free(ca);
   free(cb);
   return same;
+}
+
+int at_check_output(const char *opt, const char *path, const char *const *inputs, int makes_dirs) {
+  if (!path[0]) return at_fail(AT_ERR_INPUT, "%s: the path is empty", opt);
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return at_fail(AT_ERR_INPUT, "%s %s: is a directory", opt, path);
+  char *dir = at_dirname(path);
+  int dir_ok = makes_dirs || (stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
+  int rc = dir_ok ? AT_OK : at_fail(AT_ERR_INPUT, "%s %s: no directory %s to write it in", opt, path, dir);
+  free(dir);
+  static const char *const COMPANIONS[] = {"", "-wal", "-shm", "-journal"}; /* a DB's files */
+  for (size_t i = 0; inputs && inputs[i] && rc == AT_OK; i++)
+    for (int c = 0; c < 4 && rc == AT_OK; c++) {
+      char *in = at_xasprintf("%s%s", inputs[i], COMPANIONS[c]);
+      if (at_same_file(path, in))
+        rc = at_fail(AT_ERR_INPUT, "%s %s is %s, an input of the run; it would be overwritten", opt, path, in);
+      free(in);
+    }
+  return rc;
 }
 
 double at_now_s(void) {

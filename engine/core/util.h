@@ -36,7 +36,9 @@ char *at_buf_steal(at_buf *b); /* returns the string (never NULL) and resets b *
  * with AT_ERR_INPUT. The buffer gets one extra NUL byte past *size. */
 int at_read_file(const char *path, size_t max_size, char **data, size_t *size);
 
-/* Writes a file atomically: a temporary file in the same directory, fsync, then rename. */
+/* Writes a file atomically: a temporary file in the same directory, fsync, then rename (over the
+ * file a symbolic link names, keeping the link). A device or FIFO that exists (/dev/stdout) is
+ * written in place; a directory is refused (AT_ERR_INPUT). */
 int at_write_file_atomic(const char *path, const void *data, size_t size);
 
 /* mkdir -p. */
@@ -49,6 +51,12 @@ int at_file_exists(const char *path);
 /* Do two paths name one file? By device and inode when both exist, else by their canonical
  * spelling (realpath of the file, or of its directory when the file does not exist yet). */
 int at_same_file(const char *a, const char *b);
+
+/* An output a command is about to write, checked before its work (AT_ERR_INPUT, naming the option
+ * opt): not empty, not a directory, in a directory that exists (unless makes_dirs: the command makes
+ * it), and none of the NULL-terminated inputs (each with a DB's -wal, -shm and -journal files; NULL
+ * for none). */
+int at_check_output(const char *opt, const char *path, const char *const *inputs, int makes_dirs);
 
 double at_now_s(void);      /* monotonic seconds */
 double at_median(double *v, int n); /* sorts v; 0 for n <= 0 */

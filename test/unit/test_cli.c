@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -366,6 +367,102 @@ static void summary_over_inputs(void) {
       free(space);
 }
 
+/* Every command that writes a file checks it before its work: not over an input of the run (the
+ * shapes file, the DB, the space), not a directory, in a directory that exists; a device or FIFO
+ * (here a link to /dev/null) is written in place, not replaced by a file; a link to a file keeps
+ * the link. Bad DB files, empty paths and over-long tags are input errors (exit 2). Each once
+ * destroyed an input or went through with exit 0 (session 53's review). */
+static void outputs_checked(void) {
+  char *db = at_path_join(TMP, "outs.db"), *space = at_path_join(DATA, "spaces/tiny.yaml");
+  char *shapes = at_path_join(TMP, "outs-shapes.csv"), *sum = at_path_join(TMP, "outs-summary.json");
+  FILE *f = fopen(shapes, "w");
+  fputs("M,N,K\n16,1024,1024\n", f);
+  fclose(f);
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, space), 0);
+  char *db_before = contents(db), *shapes_before = contents(shapes);
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--shapes", shapes, "--summary-json", shapes, space), 2);
+  char *o = proc_output(TMP);
+  CHECK_CONTAINS(o, "--summary-json");
+  CHECK_CONTAINS(o, "an input of the run; it would be overwritten");
+  free(o);
+  char *nodir = at_path_join(TMP, "no-such-dir/summary.json"), *fresh = at_path_join(TMP, "outs-fresh.db");
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", fresh, "--summary-json", nodir, space), 2);
+  o = proc_output(TMP);
+  CHECK_CONTAINS(o, "no directory");
+  free(o);
+  CHECK(!exists(fresh)); /* refused before the run made its DB */
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", "", space), 2);
+  CHECK_EQ_INT(RUN("list", "--json", space, space), 2);
+  CHECK_EQ_INT(RUN("list", "--json", TMP, space), 2);
+  o = proc_output(TMP);
+  CHECK_CONTAINS(o, "is a directory");
+  free(o);
+  CHECK_EQ_INT(RUN("report", "--db", db, "--shapes", shapes, "--csv", shapes), 2);
+  CHECK_EQ_INT(RUN("expect", "record", "--db", db, "--out", db), 2);
+  o = proc_output(TMP);
+  CHECK_CONTAINS(o, "--out");
+  free(o);
+  char *db_after = contents(db), *shapes_after = contents(shapes);
+  CHECK(strcmp(db_before, db_after) == 0 && strcmp(shapes_before, shapes_after) == 0);
+  /* A FIFO is written through, not replaced (the rename of an atomic write would have put a file
+   * there: with /dev/null as the output, run as root, /dev/null itself), and a link to a file gets
+   * the new text in that file, the link kept. (Not tried on /dev/null: a regression would break the
+   * machine the tests run on.) */
+  char *pipe_out = at_path_join(TMP, "outs-pipe"), *got = at_path_join(TMP, "outs-pipe-read"),
+       *target = at_path_join(TMP, "outs-target.json"), *link = at_path_join(TMP, "outs-link.json");
+  CHECK_EQ_INT(mkfifo(pipe_out, 0644), 0);
+  pid_t reader = fork();
+  if (reader == 0) { /* reads the FIFO to its end into a file */
+    FILE *in = fopen(pipe_out, "r"), *copy = fopen(got, "w");
+    for (int c; in && copy && (c = fgetc(in)) != EOF;) fputc(c, copy);
+    _exit(0);
+  }
+  CHECK_EQ_INT(RUN("list", "--json", pipe_out, space), 0);
+  int wst = 0, waited = 0;
+  while (waitpid(reader, &wst, WNOHANG) == 0 && waited++ < 500) usleep(10000);
+  if (waited > 500) kill(reader, SIGKILL), waitpid(reader, &wst, 0); /* nobody wrote the FIFO */
+  struct stat st;
+  char *t = contents(got);
+  CHECK(lstat(pipe_out, &st) == 0 && S_ISFIFO(st.st_mode) && strstr(t, "\"candidates\""));
+  free(t);
+  f = fopen(target, "w");
+  fputs("old", f);
+  fclose(f);
+  CHECK_EQ_INT(symlink(target, link), 0);
+  CHECK_EQ_INT(RUN("list", "--json", link, space), 0);
+  t = contents(target);
+  CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode) && strstr(t, "\"candidates\""));
+  free(t);
+  /* merge onto something that is not a file: refused, and the thing left alone. */
+  char *fifo = at_path_join(TMP, "outs-fifo");
+  CHECK_EQ_INT(mkfifo(fifo, 0644), 0);
+  CHECK_EQ_INT(RUN("merge", "--db", fifo, db), 2);
+  CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+  /* A file that is not an SQLite DB, named as one. */
+  char *notdb = at_path_join(TMP, "outs-not.db");
+  f = fopen(notdb, "w");
+  fputs("not a database, just some text long enough to be read as a header by SQLite\n", f);
+  fclose(f);
+  CHECK_EQ_INT(RUN("report", "--db", notdb), 1); /* as a corrupt DB (docs/usage.md, exit codes) */
+  o = proc_output(TMP);
+  CHECK_CONTAINS(o, "not an SQLite database");
+  free(o);
+  CHECK_EQ_INT(RUN("warm", "--device", "sm90", "--sm-count", "132", "--cache", "", "4096,4096"), 2);
+  /* A tag too long to make file names of. */
+  char *longtag = at_path_join(TMP, "outs-longtag.yaml");
+  char *text = contents(space), *tag = strstr(text, "tag: TINY\n");
+  f = fopen(longtag, "w");
+  fprintf(f, "%.*stag: %065d\n%s", (int)(tag - text), text, 0, tag + strlen("tag: TINY\n"));
+  fclose(f);
+  CHECK_EQ_INT(RUN("list", longtag), 2);
+  o = proc_output(TMP);
+  CHECK_CONTAINS(o, "must be 1 to 64 letters");
+  free(o);
+  free(text), free(longtag), free(notdb), free(fifo), free(pipe_out), free(got), free(target), free(link), free(db_after),
+      free(shapes_after), free(db_before), free(shapes_before), free(nodir), free(fresh), free(sum), free(shapes),
+      free(db), free(space);
+}
+
 static void max_candidates(void) {
   char *db = at_path_join(TMP, "cap.db"), *space = at_path_join(DATA, "spaces/tiny.yaml");
   CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", db, "--max-candidates", "10", space), 2);
@@ -524,6 +621,7 @@ int main(int argc, char **argv) {
   setenv("AUTOTUNE_CACHE", cache, 1);
   fifo_space();
   summary_over_inputs();
+  outputs_checked();
   max_candidates();
   closed_pipe();
   null_db();

@@ -351,6 +351,7 @@ int main(void) {
   at_write_file_atomic(corrupt, "this is not a database, just some bytes that are long enough to look like one.....", 80);
   CHECK_EQ_INT(at_store_open(corrupt, &s), AT_ERR_RUNTIME);
   CHECK_EQ_INT(at_store_open_readonly(corrupt, &s), AT_ERR_RUNTIME);
+  CHECK_CONTAINS(at_errmsg(), "corrupt.db: not an SQLite database"); /* the file named, not SQLite's code */
 
   /* Two processes writing one DB at once: every row of both arrives. */
   char *shared = at_path_join(tmp, "shared.db");
