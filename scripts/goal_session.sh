@@ -63,8 +63,9 @@ for step in "$@"; do
       grep -h '^  - ' docs/experiments/ck4-decode.yaml | grep -E 'N: 1024, K: (2048|3072),'; } > "$S"
     product shipped search_spaces/a8w8_blockscale.yaml "$S" ;;
   test)
-    meson test -C "$B" --suite gpu --print-errorlogs > "$OUT/gpu-tests.log" 2>&1 || echo "gpu suite: failures ($OUT/gpu-tests.log)"
-    grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:" "$OUT/gpu-tests.log" ;;
+    meson test -C "$B" --suite gpu --print-errorlogs > "$OUT/gpu-tests.log" 2>&1; rc=$?
+    grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:" "$OUT/gpu-tests.log"
+    [ $rc = 0 ] || fail "test: the gpu suite failed ($OUT/gpu-tests.log)" ;;
   esac
 done
 echo "=== done ($SECONDS s)"

@@ -193,8 +193,8 @@ static int select_gpus(const char *list, const at_device_info *all, int nall, at
  * run does not exist yet). */
 static int check_output(const options *o, const at_space *space) {
   if (!o->summary_json) return AT_OK;
-  const char *files[] = {o->shapes, NULL}; /* and a place to write it: before the run, not after */
-  AT_TRY(at_check_output("--summary-json", o->summary_json, files, 0));
+  const char *files[] = {o->shapes, NULL}; /* and not a directory: before the run, not after (its own */
+  AT_TRY(at_check_output("--summary-json", o->summary_json, files, 1)); /* directory is made, as the DB's is) */
   char *inputs[4] = {at_xstrdup(o->db), at_xasprintf("%s-wal", o->db), at_xasprintf("%s-shm", o->db),
                      at_xasprintf("%s-journal", o->db)};
   const char *what = NULL, *path = NULL;
@@ -394,7 +394,10 @@ out:;
     at_report_print(&rep);
     if (judge_log) fputs(judge_log, stdout);
     if (o.summary_json) {
-      int rc2 = at_report_write_json(&rep, o.summary_json);
+      char *dir = at_dirname(o.summary_json);
+      int rc2 = at_mkdirs(dir);
+      free(dir);
+      if (rc2 == AT_OK) rc2 = at_report_write_json(&rep, o.summary_json);
       if (!rc) rc = rc2;
     }
   }

@@ -170,39 +170,41 @@ int at_read_file(const char *path, size_t max_size, char **data, size_t *size) {
   return AT_OK;
 }
 
-/* A device or FIFO (/dev/null, /dev/stdout, a pipe) is written in place: a rename over it would put
- * a regular file where the node was (as root, /dev/null itself). */
-static int write_in_place(const char *path, const void *data, size_t size) {
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return at_fail(AT_ERR_RUNTIME, "%s: %s", path, strerror(errno));
-  for (const char *p = data; size;) {
+/* The process's own stdout or stderr named as a path: written to that descriptor, where a redirect
+ * (`> log`, `>> log`) put it; /dev/stdout resolves to the log file itself, which an atomic write
+ * would replace and a reopen would write from its start. -1 for any other path. */
+static int std_stream_fd(const char *path) {
+  static const char *const NAMES[2][3] = {{"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"},
+                                          {"/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"}};
+  for (int s = 0; s < 2; s++)
+    for (int i = 0; i < 3; i++)
+      if (strcmp(path, NAMES[s][i]) == 0) return s + 1;
+  return -1;
+}
+
+static int write_all(int fd, const char *path, const char *p, size_t size) {
+  while (size) {
     ssize_t w = write(fd, p, size);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      int rc = at_fail(AT_ERR_RUNTIME, "%s: write: %s", path, strerror(errno));
-      close(fd);
-      return rc;
-    }
+    if (w <= 0) return at_fail(AT_ERR_RUNTIME, "%s: write: %s", path, strerror(errno));
     p += w;
     size -= (size_t)w;
   }
-  close(fd);
   return AT_OK;
 }
 
-int at_write_file_atomic(const char *path, const void *data, size_t size) {
-  struct stat st;
-  if (stat(path, &st) == 0) {
-    if (S_ISDIR(st.st_mode)) return at_fail(AT_ERR_INPUT, "%s: is a directory", path);
-    if (!S_ISREG(st.st_mode)) return write_in_place(path, data, size);
-    char *real = realpath(path, NULL); /* a link to a file: the file is replaced, the link stays */
-    if (real && strcmp(real, path) != 0) {
-      int rc = at_write_file_atomic(real, data, size);
-      free(real);
-      return rc;
-    }
-    free(real);
-  }
+/* A device or FIFO (/dev/null, a pipe), or anything under /dev or /proc, is written in place: a
+ * rename over it would put a regular file where the node was (as root, /dev/null itself). */
+static int write_in_place(const char *path, const void *data, size_t size) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return at_fail(AT_ERR_RUNTIME, "%s: %s", path, strerror(errno));
+  int rc = write_all(fd, path, data, size);
+  close(fd);
+  return rc;
+}
+
+/* A new file (or one replaced) whole: a temporary file beside it, fsync, then a rename over it. */
+static int write_new(const char *path, const void *data, size_t size) {
   /* Unique per host, process and call: threads, and processes on several nodes sharing a cache on
    * a network filesystem, may write the same path at once (the last rename wins, and every version
    * is whole). The host name keeps two nodes whose processes have the same pid apart; O_EXCL makes
@@ -244,6 +246,28 @@ int at_write_file_atomic(const char *path, const void *data, size_t size) {
   }
   free(tmp);
   return AT_OK;
+}
+
+int at_write_file_atomic(const char *path, const void *data, size_t size) {
+  const int sfd = std_stream_fd(path);
+  if (sfd >= 0) {
+    fflush(sfd == 1 ? stdout : stderr); /* what the process printed before comes first */
+    return write_all(sfd, path, data, size);
+  }
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return at_fail(AT_ERR_INPUT, "%s: is a directory", path);
+    if (!S_ISREG(st.st_mode) || strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/", 6) == 0)
+      return write_in_place(path, data, size);
+    char *real = realpath(path, NULL); /* a link to a file: the file is replaced, the link stays */
+    if (real && strcmp(real, path) != 0) {
+      int rc = at_write_file_atomic(real, data, size);
+      free(real);
+      return rc;
+    }
+    free(real);
+  }
+  return write_new(path, data, size);
 }
 
 int at_mkdirs(const char *path) {

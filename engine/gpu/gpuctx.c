@@ -27,7 +27,7 @@ int at_gpu_open(int ordinal, at_gpu *g) {
  * and file: check.c, peak.c and scrub.c all use at_check.cu, which a process then compiles (from the
  * cache) and loads once. None is unloaded. A process making GPU calls does so from one thread (the
  * worker's), so no lock. */
-enum { MAX_SUPPORT = 8 };
+enum { MAX_SUPPORT = 16 }; /* files (three) times contexts a process makes (a worker: one; a test: a few) */
 static struct {
   unsigned long long ctx_id;
   char file[64];

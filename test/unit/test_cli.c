@@ -386,11 +386,13 @@ static void outputs_checked(void) {
   CHECK_CONTAINS(o, "an input of the run; it would be overwritten");
   free(o);
   char *nodir = at_path_join(TMP, "no-such-dir/summary.json"), *fresh = at_path_join(TMP, "outs-fresh.db");
-  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", fresh, "--summary-json", nodir, space), 2);
+  CHECK_EQ_INT(RUN("list", "--json", nodir, space), 2); /* said before the work, not after it */
   o = proc_output(TMP);
   CHECK_CONTAINS(o, "no directory");
   free(o);
-  CHECK(!exists(fresh)); /* refused before the run made its DB */
+  /* A tune makes the directory of its DB, and of its summary likewise. */
+  CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", fresh, "--summary-json", nodir, space), 0);
+  CHECK(exists(nodir));
   CHECK_EQ_INT(RUN("--compile-only", "--arch", "sm_90a", "--db", "", space), 2);
   CHECK_EQ_INT(RUN("list", "--json", space, space), 2);
   CHECK_EQ_INT(RUN("list", "--json", TMP, space), 2);
@@ -433,6 +435,13 @@ static void outputs_checked(void) {
   t = contents(target);
   CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode) && strstr(t, "\"candidates\""));
   free(t);
+  /* /dev/stdout redirected to a file (RUN's out.txt): the JSON follows the text printed before it;
+   * /dev/stdout resolves to that file, which an atomic write would replace (the text lost). */
+  CHECK_EQ_INT(RUN("list", "--json", "/dev/stdout", space), 0);
+  o = proc_output(TMP);
+  const char *text_at = strstr(o, "candidates 18 (variant"), *json_at = strstr(o, "\"candidates\"");
+  CHECK(text_at && json_at && text_at < json_at);
+  free(o);
   /* merge onto something that is not a file: refused, and the thing left alone. */
   char *fifo = at_path_join(TMP, "outs-fifo");
   CHECK_EQ_INT(mkfifo(fifo, 0644), 0);
