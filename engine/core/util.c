@@ -223,23 +223,15 @@ static int write_new(const char *path, const void *data, size_t size) {
     free(tmp);
     return rc;
   }
-  const char *p = data;
-  size_t left = size;
-  while (left) {
-    ssize_t w = write(fd, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      int rc = at_fail(AT_ERR_RUNTIME, "%s: write: %s", tmp, strerror(errno));
-      close(fd);
-      unlink(tmp);
-      free(tmp);
-      return rc;
-    }
-    p += w;
-    left -= (size_t)w;
+  int rc = write_all(fd, tmp, data, size);
+  if (rc) {
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    return rc;
   }
   if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
-    int rc = at_fail(AT_ERR_RUNTIME, "%s: %s", path, strerror(errno));
+    rc = at_fail(AT_ERR_RUNTIME, "%s: %s", path, strerror(errno));
     unlink(tmp);
     free(tmp);
     return rc;

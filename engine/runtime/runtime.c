@@ -4,8 +4,9 @@
  *  - Lookups go through an immutable hash table of entries keyed by (op, device key, N, K); the
  *    device key is the CUDA context instance for launches (an interned record of its id: a context
  *    reset by cudaDeviceReset keeps its handle but is a new instance, whose kernels and workspaces
- *    are made anew), or an interned device name for at_runtime_select. Readers load the table with acquire and never lock. A new entry is made
- *    under the mutex, into a copy of the table that is then published.
+ *    are made anew), or an interned device name for at_runtime_select. Readers load the table with
+ *    acquire and never lock. A new entry is made under the mutex, into a copy of the table that is
+ *    then published.
  *  - Entries live until at_runtime_close (the strings at_runtime_select returns point into them).
  *    Tables are retired when replaced and freed a minute later: a reader holds one for the length
  *    of a lookup only.
